@@ -1,0 +1,107 @@
+//! Kubernetes group/version/kind identifiers.
+
+use std::fmt;
+
+/// A Kubernetes group/version/kind, e.g. `apps/v1 Deployment` or `v1 ConfigMap` (core group: empty `group`).
+///
+/// ```
+/// use k8s_openapi::api::apps::v1::Deployment;
+/// use wasm_reconciler_sdk::Gvk;
+///
+/// let deployment = Gvk::of::<Deployment>();
+/// assert_eq!(deployment, Gvk::new("apps", "v1", "Deployment"));
+/// assert_eq!(deployment.api_version(), "apps/v1");
+/// assert_eq!(Gvk::new("", "v1", "ConfigMap").api_version(), "v1");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Gvk {
+    /// API group; empty for the core group.
+    pub group: String,
+    /// API version within the group, e.g. `v1` or `v1alpha1`.
+    pub version: String,
+    /// Kind, e.g. `ConfigMap`.
+    pub kind: String,
+}
+
+impl Gvk {
+    /// Builds a group/version/kind from its parts. Use `""` as `group` for the core group.
+    pub fn new(group: impl Into<String>, version: impl Into<String>, kind: impl Into<String>) -> Self {
+        Self {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+        }
+    }
+
+    /// The group/version/kind of a k8s-openapi resource type.
+    pub fn of<K: k8s_openapi::Resource>() -> Self {
+        Self::new(K::GROUP, K::VERSION, K::KIND)
+    }
+
+    /// Parses an object's `apiVersion` (`apps/v1` or `v1`) together with its `kind`.
+    ///
+    /// ```
+    /// use wasm_reconciler_sdk::Gvk;
+    ///
+    /// assert_eq!(Gvk::from_api_version("apps/v1", "Deployment"), Gvk::new("apps", "v1", "Deployment"));
+    /// assert_eq!(Gvk::from_api_version("v1", "Service"), Gvk::new("", "v1", "Service"));
+    /// ```
+    pub fn from_api_version(api_version: &str, kind: impl Into<String>) -> Self {
+        match api_version.split_once('/') {
+            Some((group, version)) => Self::new(group, version, kind),
+            None => Self::new("", api_version, kind),
+        }
+    }
+
+    /// The `apiVersion` objects of this kind carry: `group/version`, or just `version` for the core group.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// Whether a JSON object's `apiVersion` and `kind` name this group/version/kind.
+    pub fn matches(&self, object: &serde_json::Value) -> bool {
+        let api_version = object.get("apiVersion").and_then(serde_json::Value::as_str);
+        let kind = object.get("kind").and_then(serde_json::Value::as_str);
+        match (api_version, kind) {
+            (Some(api_version), Some(kind)) => kind == self.kind && Self::from_api_version(api_version, kind) == *self,
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for Gvk {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.api_version(), self.kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use serde_json::json;
+
+    #[test]
+    fn of_core_kind_has_empty_group() {
+        assert_eq!(Gvk::of::<ConfigMap>(), Gvk::new("", "v1", "ConfigMap"));
+    }
+
+    #[test]
+    fn displays_api_version_and_kind() {
+        assert_eq!(Gvk::new("apps", "v1", "Deployment").to_string(), "apps/v1 Deployment");
+        assert_eq!(Gvk::new("", "v1", "Service").to_string(), "v1 Service");
+    }
+
+    #[test]
+    fn matches_objects_by_api_version_and_kind() {
+        let gvk = Gvk::new("apps", "v1", "Deployment");
+        assert!(gvk.matches(&json!({"apiVersion": "apps/v1", "kind": "Deployment"})));
+        assert!(!gvk.matches(&json!({"apiVersion": "apps/v1beta1", "kind": "Deployment"})));
+        assert!(!gvk.matches(&json!({"apiVersion": "apps/v1", "kind": "StatefulSet"})));
+        assert!(!gvk.matches(&json!({"kind": "Deployment"})));
+    }
+}

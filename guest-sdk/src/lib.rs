@@ -1,0 +1,152 @@
+//! Write wasm-reconciler plugins: Kubernetes reconcile logic compiled to WebAssembly components.
+//!
+//! A plugin is a pure function from what the host observed (a [`WorldView`]) to what should be (an
+//! [`Outcome`]). The host does every API call: informers, the work queue, server-side apply of
+//! children, pruning, status, conditions, events and finalizers. Implement [`Reconciler`] and export it
+//! with [`export_reconciler!`]:
+//!
+//! ```
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+//! use serde::Deserialize;
+//! use wasm_reconciler_sdk::{Condition, ControllerSpec, Error, Gvk, Outcome, Reconciler, WorldView};
+//!
+//! #[derive(Deserialize)]
+//! struct Greeting {
+//!     spec: GreetingSpec,
+//! }
+//!
+//! #[derive(Deserialize)]
+//! struct GreetingSpec {
+//!     message: String,
+//! }
+//!
+//! pub struct GreetingReconciler;
+//!
+//! impl Reconciler for GreetingReconciler {
+//!     fn describe() -> ControllerSpec {
+//!         ControllerSpec::new(Gvk::new("example.com", "v1", "Greeting")).owns_kind::<ConfigMap>()
+//!     }
+//!
+//!     fn reconcile(view: WorldView) -> Result<Outcome, Error> {
+//!         let greeting: Greeting = view.primary()?;
+//!         let config_map = ConfigMap {
+//!             metadata: ObjectMeta { name: Some(view.name().to_owned()), ..ObjectMeta::default() },
+//!             data: Some([("message".to_owned(), greeting.spec.message)].into()),
+//!             ..ConfigMap::default()
+//!         };
+//!         Ok(Outcome::new()
+//!             .child(&config_map)
+//!             .condition(Condition::status_true("Ready", "Written", "the ConfigMap is desired")))
+//!     }
+//! }
+//!
+//! wasm_reconciler_sdk::export_reconciler!(GreetingReconciler);
+//! ```
+//!
+//! Build the component with `cargo build --target wasm32-wasip2 --profile wasm-release` (see the crate
+//! README for the profile). Natively the same code compiles and runs, so reconcile logic is unit-tested
+//! with plain `cargo test`; host calls are then served by a [`native::NativeHost`].
+
+#![warn(missing_docs)]
+
+#[doc(hidden)]
+#[allow(unsafe_code, missing_docs, missing_debug_implementations, unused_qualifications, clippy::all)]
+pub mod bindings;
+#[doc(hidden)]
+pub mod component;
+mod condition;
+mod controller_spec;
+mod error;
+mod event;
+mod gvk;
+pub mod host;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod native;
+mod outcome;
+pub mod wire;
+mod world_view;
+
+pub use condition::{Condition, ConditionStatus};
+pub use controller_spec::ControllerSpec;
+pub use error::Error;
+pub use event::{Event, EventType};
+pub use gvk::Gvk;
+pub use outcome::Outcome;
+pub use world_view::WorldView;
+
+/// A plugin's reconcile logic. Implement it on a unit struct and export it with [`export_reconciler!`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not implement `wasm_reconciler_sdk::Reconciler`",
+    label = "the type exported as a plugin must implement `Reconciler`",
+    note = "add `impl wasm_reconciler_sdk::Reconciler for {Self} {{ fn describe() ... fn reconcile(..) ... }}`"
+)]
+pub trait Reconciler {
+    /// What this plugin reconciles. Called once when the host loads the plugin; it must depend on nothing
+    /// but the plugin itself.
+    fn describe() -> ControllerSpec;
+
+    /// The desired outcome for one primary object. Must be a pure function of `view` and what
+    /// [`host`] reads return: the host calls it again whenever anything it read changes, and retries
+    /// with backoff when it returns an error.
+    fn reconcile(view: WorldView) -> Result<Outcome, Error>;
+}
+
+/// Exports a [`Reconciler`] as the plugin's implementation of the contract.
+///
+/// Call it once per plugin crate, at the crate root or in any module. In a `wasm32` build it generates
+/// the component exports; in a native build it only checks that the type implements [`Reconciler`], so
+/// the same crate builds for unit tests.
+///
+/// ```
+/// use wasm_reconciler_sdk::{ControllerSpec, Error, Gvk, Outcome, Reconciler, WorldView};
+///
+/// pub struct Noop;
+///
+/// impl Reconciler for Noop {
+///     fn describe() -> ControllerSpec {
+///         ControllerSpec::new(Gvk::new("example.com", "v1", "Widget"))
+///     }
+///     fn reconcile(_view: WorldView) -> Result<Outcome, Error> {
+///         Ok(Outcome::new())
+///     }
+/// }
+///
+/// wasm_reconciler_sdk::export_reconciler!(Noop);
+/// ```
+///
+/// A type that does not implement the trait is a compile error pointing at it:
+///
+/// ```compile_fail
+/// pub struct NotAPlugin;
+/// wasm_reconciler_sdk::export_reconciler!(NotAPlugin);
+/// ```
+#[macro_export]
+macro_rules! export_reconciler {
+    ($reconciler:ty) => {
+        const _: fn() = $crate::component::assert_reconciler::<$reconciler>;
+
+        #[cfg(target_arch = "wasm32")]
+        #[allow(unsafe_code)]
+        const _: () = {
+            struct WasmReconcilerComponent;
+
+            impl $crate::bindings::exports::wasm_reconciler::plugin::controller::Guest for WasmReconcilerComponent {
+                fn describe() -> $crate::bindings::exports::wasm_reconciler::plugin::controller::ControllerSpec {
+                    $crate::component::describe::<$reconciler>()
+                }
+
+                fn reconcile(
+                    view: $crate::bindings::exports::wasm_reconciler::plugin::controller::WorldView,
+                ) -> ::core::result::Result<
+                    $crate::bindings::exports::wasm_reconciler::plugin::controller::Outcome,
+                    ::std::string::String,
+                > {
+                    $crate::component::reconcile::<$reconciler>(view)
+                }
+            }
+
+    $crate::bindings::export_component!(WasmReconcilerComponent with_types_in $crate::bindings);
+        };
+    };
+}

@@ -1,0 +1,338 @@
+//! The plugin's answer: desired children, status, conditions, events, requeue and finalization.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::{Condition, Error, Event};
+
+/// The desired state for one primary object, built with chained calls.
+///
+/// **Children.** The outcome carries either "leave children alone" or the *complete* desired set of
+/// children. It starts as "leave children alone"; the first [`child`](Self::child),
+/// [`children`](Self::children) or [`delete_all_children`](Self::delete_all_children) call switches it to
+/// a desired set, and the host then deletes every owned child not in that set. So a plugin that manages
+/// children must add all of them on every reconcile, not only the changed ones.
+///
+/// k8s-openapi types serialise their `apiVersion` and `kind`; for your own serde types set them yourself.
+/// A child must be a JSON object with `apiVersion`, `kind` and `metadata.name`; the host fills in the
+/// namespace and the ownerReference.
+///
+/// Serialisation errors do not break the chain: the first one is kept and returned when the outcome is
+/// handed to the host, which then records a plugin error.
+///
+/// ```
+/// use std::time::Duration;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+/// use serde_json::json;
+/// use wasm_reconciler_sdk::{Condition, Event, Outcome};
+///
+/// let config_map = ConfigMap {
+///     metadata: ObjectMeta { name: Some("app-config".into()), ..ObjectMeta::default() },
+///     ..ConfigMap::default()
+/// };
+/// let outcome = Outcome::new()
+///     .child(&config_map)
+///     .status(&json!({"replicas": 1}))
+///     .condition(Condition::status_true("Ready", "Synced", "all children applied"))
+///     .event(Event::normal("Created", "created ConfigMap app-config"))
+///     .requeue_after(Duration::from_secs(30));
+///
+/// let children = outcome.desired_children().unwrap();
+/// assert_eq!(children[0]["kind"], "ConfigMap");
+/// assert_eq!(outcome.requeue_interval(), Some(Duration::from_secs(30)));
+/// assert!(Outcome::new().desired_children().is_none());
+/// ```
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Outcome {
+    children: Option<Vec<Value>>,
+    status: Option<Value>,
+    conditions: Vec<Condition>,
+    events: Vec<Event>,
+    requeue_after_ms: Option<u64>,
+    finalized: bool,
+    first_error: Option<Error>,
+}
+
+impl Outcome {
+    /// An outcome that leaves children alone and reports nothing.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds one desired child (any serialisable Kubernetes object).
+    pub fn child(mut self, child: &impl Serialize) -> Self {
+        let position = self.children.as_ref().map_or(0, Vec::len);
+        let child = serde_json::to_value(child)
+            .map_err(Error::from)
+            .and_then(|child| check_child(&child).map(|()| child))
+            .map_err(|error| error.context(format_args!("desired child #{position}")));
+        match child {
+            Ok(child) => self.children.get_or_insert_with(Vec::new).push(child),
+            Err(error) => {
+                self.children.get_or_insert_with(Vec::new);
+                self.record(error);
+            }
+        }
+        self
+    }
+
+    /// Adds desired children. Declares a desired set even when `children` is empty, which deletes every
+    /// owned child.
+    pub fn children<'a, T: Serialize + 'a>(mut self, children: impl IntoIterator<Item = &'a T>) -> Self {
+        self.children.get_or_insert_with(Vec::new);
+        children.into_iter().fold(self, Self::child)
+    }
+
+    /// Declares an empty desired set: the host deletes every owned child.
+    pub fn delete_all_children(mut self) -> Self {
+        self.children = Some(Vec::new());
+        self
+    }
+
+    /// Sets the status to merge into `.status` (a serialisable struct or JSON object; top-level keys
+    /// replace). Do not put `conditions` or `observedGeneration` here: the host owns those.
+    pub fn status(mut self, status: &impl Serialize) -> Self {
+        let status = serde_json::to_value(status).map_err(Error::from).and_then(|status| {
+            if status.is_object() {
+                Ok(status)
+            } else {
+                Err(Error::msg(format_args!("must be a JSON object, got {status}")))
+            }
+        });
+        match status {
+            Ok(status) => self.status = Some(status),
+            Err(error) => self.record(error.context("status")),
+        }
+        self
+    }
+
+    /// Adds a condition to merge into `.status.conditions`.
+    pub fn condition(mut self, condition: Condition) -> Self {
+        self.conditions.push(condition);
+        self
+    }
+
+    /// Adds an event to record on the primary.
+    pub fn event(mut self, event: Event) -> Self {
+        self.events.push(event);
+        self
+    }
+
+    /// Asks to reconcile this primary again after `delay` (millisecond precision), even with no change.
+    pub fn requeue_after(mut self, delay: Duration) -> Self {
+        self.requeue_after_ms = Some(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX));
+        self
+    }
+
+    /// Declares cleanup complete: with a deleting view, the host removes the finalizer.
+    pub fn finalized(mut self) -> Self {
+        self.finalized = true;
+        self
+    }
+
+    /// The desired children; `None` means "leave children alone".
+    pub fn desired_children(&self) -> Option<&[Value]> {
+        self.children.as_deref()
+    }
+
+    /// The status to merge, if any.
+    pub fn desired_status(&self) -> Option<&Value> {
+        self.status.as_ref()
+    }
+
+    /// The conditions, in the order added.
+    pub fn conditions(&self) -> &[Condition] {
+        &self.conditions
+    }
+
+    /// The condition of a type, if added (the last one wins when added twice).
+    pub fn condition_of_type(&self, condition_type: &str) -> Option<&Condition> {
+        self.conditions
+            .iter()
+            .rev()
+            .find(|condition| condition.condition_type == condition_type)
+    }
+
+    /// The events, in the order added.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// The requested requeue delay, if any.
+    pub fn requeue_interval(&self) -> Option<Duration> {
+        self.requeue_after_ms.map(Duration::from_millis)
+    }
+
+    /// Whether cleanup was declared complete.
+    pub fn is_finalized(&self) -> bool {
+        self.finalized
+    }
+
+    /// The first error met while building the outcome, if any.
+    pub fn build_error(&self) -> Option<&Error> {
+        self.first_error.as_ref()
+    }
+
+    fn record(&mut self, error: Error) {
+        self.first_error.get_or_insert(error);
+    }
+
+    pub(crate) fn into_parts(self) -> Result<OutcomeParts, Error> {
+        if let Some(error) = self.first_error {
+            return Err(error.context("building the outcome"));
+        }
+        Ok(OutcomeParts {
+            children: self.children,
+            status: self.status,
+            conditions: self.conditions,
+            events: self.events,
+            requeue_after_ms: self.requeue_after_ms,
+            finalized: self.finalized,
+        })
+    }
+}
+
+/// An outcome known to be free of build errors.
+pub(crate) struct OutcomeParts {
+    pub(crate) children: Option<Vec<Value>>,
+    pub(crate) status: Option<Value>,
+    pub(crate) conditions: Vec<Condition>,
+    pub(crate) events: Vec<Event>,
+    pub(crate) requeue_after_ms: Option<u64>,
+    pub(crate) finalized: bool,
+}
+
+fn check_child(child: &Value) -> Result<(), Error> {
+    let Some(object) = child.as_object() else {
+        return Err(Error::msg(format_args!("must be a JSON object, got {child}")));
+    };
+    for field in ["apiVersion", "kind"] {
+        if object.get(field).and_then(Value::as_str).is_none_or(str::is_empty) {
+            return Err(Error::msg(format_args!("has no `{field}`")));
+        }
+    }
+    if child
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        return Err(Error::msg("has no `metadata.name`"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ConditionStatus;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use serde_json::json;
+
+    fn config_map(name: &str) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        }
+    }
+
+    #[test]
+    fn leaves_children_alone_by_default() {
+        let outcome = Outcome::new();
+        assert_eq!(outcome.desired_children(), None);
+        assert!(!outcome.is_finalized());
+        assert_eq!(outcome.requeue_interval(), None);
+    }
+
+    #[test]
+    fn typed_children_carry_api_version_and_kind() {
+        let outcome = Outcome::new().child(&config_map("a"));
+        let children = outcome.desired_children().unwrap();
+        assert_eq!(children[0]["apiVersion"], "v1");
+        assert_eq!(children[0]["kind"], "ConfigMap");
+        assert_eq!(children[0]["metadata"]["name"], "a");
+    }
+
+    #[test]
+    fn empty_children_iterator_declares_an_empty_set() {
+        let outcome = Outcome::new().children::<ConfigMap>([]);
+        assert_eq!(outcome.desired_children(), Some(&[][..]));
+        assert_eq!(Outcome::new().delete_all_children().desired_children(), Some(&[][..]));
+    }
+
+    #[test]
+    fn children_keep_their_order() {
+        let maps = [config_map("a"), config_map("b")];
+        let outcome = Outcome::new().children(&maps).child(&config_map("c"));
+        let names: Vec<_> = outcome
+            .desired_children()
+            .unwrap()
+            .iter()
+            .map(|child| child["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn child_without_kind_is_a_build_error() {
+        let outcome = Outcome::new().child(&json!({"apiVersion": "v1", "metadata": {"name": "x"}}));
+        let error = outcome.into_parts().err().unwrap();
+        assert_eq!(error.message(), "building the outcome: desired child #0: has no `kind`");
+    }
+
+    #[test]
+    fn child_without_name_is_a_build_error() {
+        let outcome = Outcome::new().child(&config_map("a")).child(&ConfigMap::default());
+        assert_eq!(
+            outcome.build_error().unwrap().message(),
+            "desired child #1: has no `metadata.name`"
+        );
+    }
+
+    #[test]
+    fn first_build_error_wins() {
+        let outcome = Outcome::new().status(&json!(3)).child(&json!("x"));
+        assert_eq!(
+            outcome.build_error().unwrap().message(),
+            "status: must be a JSON object, got 3"
+        );
+    }
+
+    #[test]
+    fn status_must_be_an_object() {
+        let outcome = Outcome::new().status(&json!({"replicas": 2}));
+        assert_eq!(outcome.desired_status(), Some(&json!({"replicas": 2})));
+        assert!(outcome.build_error().is_none());
+    }
+
+    #[test]
+    fn finds_the_last_condition_of_a_type() {
+        let outcome = Outcome::new()
+            .condition(Condition::status_false("Ready", "A", ""))
+            .condition(Condition::status_true("Progressing", "B", ""))
+            .condition(Condition::status_true("Ready", "C", ""));
+        assert_eq!(outcome.conditions().len(), 3);
+        let ready = outcome.condition_of_type("Ready").unwrap();
+        assert_eq!((ready.status, ready.reason.as_str()), (ConditionStatus::True, "C"));
+        assert!(outcome.condition_of_type("Degraded").is_none());
+    }
+
+    #[test]
+    fn requeue_has_millisecond_precision() {
+        let outcome = Outcome::new().requeue_after(Duration::from_micros(100_900));
+        assert_eq!(outcome.requeue_interval(), Some(Duration::from_millis(100)));
+    }
+
+    #[test]
+    fn events_and_finalized_are_recorded() {
+        let outcome = Outcome::new().event(Event::warning("Oops", "x")).finalized();
+        assert_eq!(outcome.events(), [Event::warning("Oops", "x")]);
+        assert!(outcome.is_finalized());
+    }
+}
