@@ -27,13 +27,16 @@
 //!   with [`invalid_message`].
 //!
 //! Knowingly not done: CEL `x-kubernetes-validations` rules are kept but never compiled or
-//! evaluated (only the shape of each rule is checked); validation ratcheting on update; the
-//! status-subresource restriction of root schema fields; `x-kubernetes-list-type` checks inside
-//! `allOf`-style nested contexts beyond the structural rules; exact Go wording for malformed
-//! `metadata` (which the server rejects as a 400 decode error). As on the real server,
-//! `format: int32|int64|float|double` and unknown formats are not enforced, integral floats
-//! such as `1.0` are accepted as integers, and the order of errors among sibling properties
-//! (random in Go) follows the schema's declaration order here.
+//! evaluated (only the shape of each rule entry is checked); validation ratcheting on update;
+//! the status-subresource restriction of root schema fields; CRD checks outside the schema
+//! (names, versions, conversion, printer and selectable columns); Go's exact wording for
+//! malformed `metadata` (which the server rejects as a 400 decode error). Approximations:
+//! Unicode classes in `pattern`s (`\p{L}` …), the choice of the "closest" `anyOf`/`oneOf`
+//! alternative whose errors are reported (kube-openapi's match counting), and the `uri`,
+//! `email` and `creditcard` formats. As on the real server, `format: int32|int64|float|double`
+//! and unknown formats are not enforced, integral floats such as `1.0` pass as integers, and
+//! `null` never matches an `enum`. Errors among sibling properties come in schema declaration
+//! order (Go's map order is random).
 
 mod defaulting;
 mod field_error;

@@ -803,15 +803,13 @@ impl Parser<'_> {
                         None => (name, false),
                     };
                     let ranges = posix_class(name).ok_or_else(|| syntax(INVALID_CHAR_RANGE, full))?;
-                    let class_items: Vec<ClassItem> = ranges.iter().map(|&(a, b)| ClassItem::Range(a, b)).collect();
-                    if class_negated {
-                        items.push(ClassItem::Unicode(UnicodeClass::Any, true));
-                        // A negated POSIX class inside a class: express as its complement ranges.
-                        items.pop();
-                        items.extend(complement(ranges).into_iter().map(|(a, b)| ClassItem::Range(a, b)));
+                    // A negated POSIX class (`[:^alpha:]`) contributes its complement ranges.
+                    let ranges = if class_negated {
+                        complement(ranges)
                     } else {
-                        items.extend(class_items);
-                    }
+                        ranges.to_vec()
+                    };
+                    items.extend(ranges.into_iter().map(|(a, b)| ClassItem::Range(a, b)));
                     self.pos += full.chars().count();
                     continue;
                 }

@@ -1196,6 +1196,73 @@ mod tests {
     }
 
     #[test]
+    fn accepts_controller_gen_constructs_seen_in_published_crds() {
+        // Fragments of prometheus-operator's ServiceMonitor CRD (controller-gen v0.18).
+        let schema = json!({
+            "type": "object",
+            "description": "The ServiceMonitor custom resource definition",
+            "properties": {
+                "apiVersion": {"type": "string", "description": "APIVersion"},
+                "kind": {"type": "string"},
+                "metadata": {"type": "object"},
+                "spec": {"type": "object", "required": ["selector"], "properties": {
+                    "bodySizeLimit": {"type": "string", "pattern": "(^0|([0-9]*[.])?[0-9]+((K|M|G|T|E|P)i?)?B)$"},
+                    "endpoints": {"type": "array", "items": {"type": "object", "properties": {
+                        "bearerTokenSecret": {
+                            "type": "object",
+                            "required": ["key"],
+                            "x-kubernetes-map-type": "atomic",
+                            "properties": {
+                                "key": {"type": "string"},
+                                "name": {"type": "string", "default": ""},
+                                "optional": {"type": "boolean"}
+                            }
+                        },
+                        "interval": {"type": "string", "pattern": "^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"},
+                        "metricRelabelings": {"type": "array", "items": {"type": "object", "properties": {
+                            "action": {"type": "string", "default": "replace", "enum": ["replace", "Replace", "keep", "Keep"]},
+                            "modulus": {"type": "integer", "format": "int64"}
+                        }}},
+                        "targetPort": {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": true}
+                    }}},
+                    "selector": {"type": "object", "x-kubernetes-map-type": "atomic", "properties": {
+                        "matchExpressions": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {
+                            "type": "object",
+                            "required": ["key", "operator"],
+                            "properties": {
+                                "key": {"type": "string"},
+                                "operator": {"type": "string"},
+                                "values": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "atomic"}
+                            }
+                        }},
+                        "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}}
+                    }}
+                }}
+            },
+            "required": ["spec"]
+        });
+        let structural = Structural::from_openapi_v3_at(&schema, ROOT).unwrap_or_else(|e| panic!("{e:?}"));
+        let errors = structural.validate(&json!({
+            "apiVersion": "monitoring.coreos.com/v1",
+            "kind": "ServiceMonitor",
+            "metadata": {"name": "m"},
+            "spec": {"selector": {}, "bodySizeLimit": "10MiB", "endpoints": [{"interval": "30s", "targetPort": "web"}]}
+        }));
+        assert!(errors.is_empty(), "{errors:?}");
+        let errors: Vec<String> = structural
+            .validate(&json!({"spec": {"selector": {}, "endpoints": [{"interval": "30x"}]}}))
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            errors,
+            vec![
+                r#"spec.endpoints[0].interval: Invalid value: "30x": spec.endpoints[0].interval in body should match '^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$'"#
+            ]
+        );
+    }
+
+    #[test]
     fn missing_type_at_a_field_is_required() {
         // ValidateStructural: field.Required(type, "must not be empty for specified object fields").
         let errors =

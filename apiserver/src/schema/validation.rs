@@ -97,19 +97,18 @@ fn nil_or(prefix: Option<&FieldPath>) -> String {
 }
 
 fn to_field_error(issue: Issue, prefix: Option<&FieldPath>) -> FieldError {
-    let Issue::Validation {
-        code,
-        name,
-        message,
-        value,
-        values,
-        valid,
-    } = issue
-    else {
-        let Issue::Composite(message) = issue else {
-            unreachable!("both variants handled")
-        };
-        return FieldError::invalid(nil_or(prefix), Value::String(String::new()), message);
+    let (code, name, message, value, values, valid) = match issue {
+        Issue::Composite(message) => {
+            return FieldError::invalid(nil_or(prefix), Value::String(String::new()), message);
+        }
+        Issue::Validation {
+            code,
+            name,
+            message,
+            value,
+            values,
+            valid,
+        } => (code, name, message, value, values, valid),
     };
     let path = if !name.is_empty() && name != "." {
         let child = name.strip_prefix('.').unwrap_or(&name);
@@ -385,16 +384,15 @@ fn validate_string(s: &Structural, path: &str, text: &str) -> Outcome {
         return Outcome::fail(Issue::new(Code::Other, path, message, value));
     }
     if let Some(pattern) = &s.pattern {
-        let message = match &s.pattern_regex {
-            Some(regex) if regex.is_match(text) => return Outcome::default(),
-            Some(_) => format!("{path} in body should match '{pattern}'"),
-            None => {
-                let error = super::regex::Regex::new(pattern)
-                    .err()
-                    .map(|e| e.to_string())
-                    .unwrap_or_default();
-                format!("{path} in body should match '{pattern}, but pattern is invalid: {error}'")
-            }
+        // Schemas from `from_openapi_v3` carry the compiled pattern; hand-built ones compile here.
+        let compiled = match &s.pattern_regex {
+            Some(regex) => Ok(regex.clone()),
+            None => super::regex::Regex::new(pattern),
+        };
+        let message = match compiled {
+            Ok(regex) if regex.is_match(text) => return Outcome::default(),
+            Ok(_) => format!("{path} in body should match '{pattern}'"),
+            Err(error) => format!("{path} in body should match '{pattern}, but pattern is invalid: {error}'"),
         };
         return Outcome::fail(Issue::new(Code::Other, path, message, value));
     }
@@ -918,6 +916,16 @@ mod tests {
                 r#"spec.mode: Unsupported value: "x": supported values: "a", "b""#,
                 r#"spec.level: Unsupported value: 3: supported values: "1", "2""#,
             ]
+        );
+    }
+
+    #[test]
+    fn null_never_matches_an_enum() {
+        // basicCommonValidator skips nil enum values, and nil data matches nothing.
+        let s = spec_schema(json!({"mode": {"type": "string", "nullable": true, "enum": ["a", null]}}));
+        assert_eq!(
+            messages(&s, json!({"spec": {"mode": null}})),
+            vec![r#"spec.mode: Unsupported value: "null": supported values: "a", "null""#]
         );
     }
 
