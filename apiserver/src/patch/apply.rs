@@ -200,7 +200,11 @@ fn prune(merged: &Value, managed: &Managed, last_applied: &FieldSet, ty: &FieldT
         .values()
         .fold(FieldSet::new(), |acc, entry| acc.union(&entry.set));
     let owned = typed::ensure_named_fields_are_members(&owned, ty);
-    let to_remove = merged_set.intersection(&last).difference(&owned);
+    // The object's identity and server-managed metadata are never pruned.
+    let to_remove = merged_set
+        .intersection(&last)
+        .difference(&owned)
+        .difference(&managed_fields::strip_set());
     if to_remove.is_empty() {
         return merged.clone();
     }

@@ -131,6 +131,19 @@ fn validate_node(
     allow_duplicates: bool,
     errors: &mut Vec<ValidationError>,
 ) {
+    let expected = match ty {
+        FieldType::Map { .. } if !(value.is_object() || value.is_null()) => Some("map"),
+        FieldType::List { .. } if !(value.is_array() || value.is_null()) => Some("list"),
+        _ => None,
+    };
+    if let Some(expected) = expected {
+        let message = format!("expected {expected}, got {}", super::go_format::value_v(value));
+        errors.push(ValidationError {
+            path: path.to_string(),
+            message,
+        });
+        return;
+    }
     match shape(ty, &[Some(value)], false) {
         Shape::Leaf => {}
         Shape::Map(ty) => {
@@ -582,6 +595,20 @@ mod tests {
         assert_eq!(
             ValidationErrors(&errors).to_string(),
             r#".spec.containers: duplicate entries for key [name="a"]"#
+        );
+    }
+
+    #[test]
+    fn values_of_the_wrong_shape_are_reported() {
+        let ty = builtin("v1", "Pod");
+        let errors = validate(
+            &json!({"spec": {"containers": {"name": "a"}, "nodeSelector": "x"}}),
+            &ty,
+            false,
+        );
+        assert_eq!(
+            ValidationErrors(&errors).to_string(),
+            "errors:\n  .spec.containers: expected list, got map[name:a]\n  .spec.nodeSelector: expected map, got x"
         );
     }
 
