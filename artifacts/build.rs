@@ -1,0 +1,86 @@
+//! Builds every guest component (example plugins and test guests) for `wasm32-wasip2` with the
+//! `wasm-release` profile, in a target directory of its own, and writes their paths as constants.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// (constant name, package name) of every guest.
+const GUESTS: &[(&str, &str)] = &[
+    ("CONFIGMAPSET", "configmapset"),
+    ("WEBAPP", "webapp"),
+    ("ECHO", "test-guest-echo"),
+    ("CHAOS", "test-guest-chaos"),
+    ("DESCRIBE_PANICS", "test-guest-describe-panics"),
+    ("FUTURE_WIT", "test-guest-future-wit"),
+];
+
+fn main() {
+    let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let workspace = manifest_dir
+        .parent()
+        .expect("artifacts/ lives in the workspace root")
+        .to_path_buf();
+    for watched in ["wit", "guest-sdk", "plugins", "test-guests", "Cargo.toml", "Cargo.lock"] {
+        println!("cargo:rerun-if-changed={}", workspace.join(watched).display());
+    }
+
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    // OUT_DIR is <target>/<profile>/build/<package>-<hash>/out; the guests get <target>/wasm-guests, shared by
+    // every profile and separate from the outer build's lock.
+    let target_dir = out_dir
+        .ancestors()
+        .nth(4)
+        .expect("OUT_DIR is inside the target directory")
+        .join("wasm-guests");
+
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut command = Command::new(cargo);
+    command
+        .current_dir(&workspace)
+        .args([
+            "build",
+            "--lib",
+            "--target",
+            "wasm32-wasip2",
+            "--profile",
+            "wasm-release",
+            "--target-dir",
+        ])
+        .arg(&target_dir);
+    for (_, package) in GUESTS {
+        command.args(["-p", package]);
+    }
+    // The outer build's flags are for the host target, not for wasm.
+    for variable in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_TARGET_DIR",
+        "RUSTC_WRAPPER",
+    ] {
+        command.env_remove(variable);
+    }
+    let status = command.status().expect("running cargo to build the guest components");
+    assert!(
+        status.success(),
+        "building the guest components failed; is the wasm32-wasip2 target installed? (`rustup target add wasm32-wasip2`)"
+    );
+
+    let wasm_dir = target_dir.join("wasm32-wasip2").join("wasm-release");
+    let mut constants = String::new();
+    for (constant, package) in GUESTS {
+        let path = wasm_dir.join(format!("{}.wasm", package.replace('-', "_")));
+        assert!(path.exists(), "expected {} after building the guests", path.display());
+        constants.push_str(&format!(
+            "/// The `{package}` component.\npub const {constant}: &str = {:?};\n",
+            path.display().to_string()
+        ));
+    }
+    write_if_changed(&out_dir.join("artifacts.rs"), &constants);
+}
+
+fn write_if_changed(path: &Path, contents: &str) {
+    if std::fs::read_to_string(path).ok().as_deref() != Some(contents) {
+        std::fs::write(path, contents).expect("writing artifacts.rs");
+    }
+}

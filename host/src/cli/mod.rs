@@ -1,0 +1,120 @@
+//! The `wasm-reconciler` command line: argument parsing, logging set-up and dispatch to the library.
+
+mod inspect;
+mod render;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+pub use render::{RenderError, WorldFixture, render_file};
+
+/// Run Kubernetes controllers whose reconcile logic is a WebAssembly component.
+#[derive(Debug, Parser)]
+#[command(name = "wasm-reconciler", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// More log output (-v: debug, -vv: trace). `RUST_LOG` overrides it.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+
+    /// Log line format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true, env = "WASM_RECONCILER_LOG_FORMAT")]
+    pub log_format: LogFormat,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Work with plugin components.
+    #[command(subcommand)]
+    Plugin(PluginCommand),
+    /// Run one reconcile of a plugin on a world-view fixture, offline, and print the outcome as YAML.
+    ///
+    /// Exits 1 when the plugin fails (its own error, a trap, a timeout, memory exhaustion, an invalid
+    /// outcome) and prints the typed error.
+    Render(render::RenderArgs),
+}
+
+/// `plugin` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum PluginCommand {
+    /// Validate a component and print what it reconciles.
+    Inspect(inspect::InspectArgs),
+}
+
+/// Sandbox limits settable on the command line.
+#[derive(Debug, Clone, Args)]
+pub struct LimitArgs {
+    /// Memory limit of the plugin instance, in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 64)]
+    pub memory_limit_mib: usize,
+    /// Deadline of one call, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub deadline_ms: u64,
+}
+
+impl LimitArgs {
+    /// The limits these arguments describe.
+    pub fn limits(&self) -> crate::plugin::Limits {
+        crate::plugin::Limits {
+            memory_bytes: self.memory_limit_mib.saturating_mul(1024 * 1024),
+            deadline: std::time::Duration::from_millis(self.deadline_ms),
+            ..crate::plugin::Limits::default()
+        }
+    }
+}
+
+/// Sets up `tracing` for the chosen verbosity and format. Logs go to stderr so stdout stays parseable.
+pub fn init_logging(verbose: u8, format: LogFormat) {
+    let default = match verbose {
+        0 => "info",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("{default},cranelift=warn,wasmtime=warn")));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let result = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+    // A subscriber already installed (tests) is fine.
+    drop(result);
+}
+
+/// Runs the parsed command and returns the process exit code.
+pub fn run(cli: Cli) -> ExitCode {
+    init_logging(cli.verbose, cli.log_format);
+    let result = match cli.command {
+        Command::Plugin(PluginCommand::Inspect(args)) => inspect::run(&args),
+        Command::Render(args) => render::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {}", crate::error_chain(error.as_ref()));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Reads a file, naming it in the error.
+pub(crate) fn read_file(path: &PathBuf) -> Result<Vec<u8>, std::io::Error> {
+    std::fs::read(path).map_err(|e| std::io::Error::new(e.kind(), format!("reading {}: {e}", path.display())))
+}

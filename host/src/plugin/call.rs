@@ -1,0 +1,226 @@
+//! One call into a plugin: a fresh store with limits, the call, and the classification of what went wrong.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wasmtime::component::ResourceTable;
+use wasmtime::{Store, Trap};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::contract::{ControllerSpec, Outcome, WorldView};
+use super::engine::PluginEngine;
+use super::host_api::{ClusterReader, MAX_LOG_LINES};
+use super::limits::{Limits, MemoryLimiter};
+use super::load::Plugin;
+use super::outcome;
+use super::output::{CapturedOutput, panic_message};
+
+/// Why a reconcile produced no outcome.
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    /// The plugin returned its own error.
+    #[error("plugin returned an error: {0}")]
+    Plugin(String),
+    /// The plugin trapped (a panic, an `unreachable`, an out-of-bounds access...).
+    #[error("plugin trapped: {message}")]
+    Trap {
+        /// The panic message when the plugin panicked, else the trap's description.
+        message: String,
+    },
+    /// The call ran past its deadline and was interrupted.
+    #[error("plugin exceeded its deadline of {deadline:?}")]
+    Timeout {
+        /// The deadline in force.
+        deadline: Duration,
+    },
+    /// The plugin tried to grow its memory past the limit.
+    #[error("plugin exhausted its memory limit of {limit_bytes} bytes")]
+    MemoryExhausted {
+        /// The limit in force.
+        limit_bytes: usize,
+    },
+    /// The plugin's answer broke the contract: malformed JSON, wrong shapes, over the size limit.
+    #[error("plugin returned an invalid outcome: {0}")]
+    InvalidOutcome(String),
+    /// The host could not set up the call (instantiation failed).
+    #[error("could not instantiate the plugin")]
+    Instantiate(#[source] wasmtime::Error),
+}
+
+impl ReconcileError {
+    /// The CamelCase reason the host reports on the object's `Reconciled` condition.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Plugin(_) => "PluginError",
+            Self::Trap { .. } => "PluginTrapped",
+            Self::Timeout { .. } => "Timeout",
+            Self::MemoryExhausted { .. } => "MemoryExhausted",
+            Self::InvalidOutcome(_) => "InvalidOutcome",
+            Self::Instantiate(_) => "InstantiateFailed",
+        }
+    }
+}
+
+/// Names attached to everything a call logs.
+#[derive(Debug, Clone, Default)]
+pub struct CallLabels {
+    /// The plugin's name.
+    pub plugin: String,
+    /// The object being reconciled (`namespace/name`), empty for `describe`.
+    pub key: String,
+}
+
+/// Store data of one call.
+pub(crate) struct CallState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    pub(crate) limiter: MemoryLimiter,
+    pub(crate) reader: Arc<dyn ClusterReader>,
+    /// The plugin's spec; `None` while `describe` itself runs.
+    pub(crate) spec: Option<Arc<ControllerSpec>>,
+    pub(crate) labels: CallLabels,
+    pub(crate) log_lines: u32,
+    stdout: CapturedOutput,
+    stderr: CapturedOutput,
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// Builds a store that grants the plugin nothing but bounded stdout/stderr, with the limits in force.
+pub(crate) fn new_store(
+    engine: &PluginEngine,
+    limits: &Limits,
+    reader: Arc<dyn ClusterReader>,
+    spec: Option<Arc<ControllerSpec>>,
+    labels: CallLabels,
+) -> Store<CallState> {
+    let stdout = CapturedOutput::new(limits.max_output_bytes);
+    let stderr = CapturedOutput::new(limits.max_output_bytes);
+    // No args, no environment, no preopened directories, no network: the builder grants none by default.
+    let wasi = WasiCtx::builder()
+        .stdout(stdout.clone())
+        .stderr(stderr.clone())
+        .allow_ip_name_lookup(false)
+        .build();
+    let state = CallState {
+        wasi,
+        table: ResourceTable::new(),
+        limiter: MemoryLimiter::new(limits.memory_bytes),
+        reader,
+        spec,
+        labels,
+        log_lines: 0,
+        stdout,
+        stderr,
+    };
+    let mut store = Store::new(&engine.inner.engine, state);
+    store.limiter(|state| &mut state.limiter);
+    store.set_epoch_deadline(PluginEngine::deadline_ticks(limits.deadline));
+    store.epoch_deadline_trap();
+    store
+}
+
+/// Forwards captured guest output to the log and returns stderr for panic extraction.
+pub(crate) fn drain_output(state: &CallState) -> String {
+    let plugin = state.labels.plugin.as_str();
+    let key = state.labels.key.as_str();
+    let (stdout, stdout_dropped) = state.stdout.take();
+    for line in stdout.lines().filter(|line| !line.trim().is_empty()) {
+        tracing::info!(plugin, key, stream = "stdout", "{line}");
+    }
+    let (stderr, stderr_dropped) = state.stderr.take();
+    for line in stderr.lines().filter(|line| !line.trim().is_empty()) {
+        tracing::warn!(plugin, key, stream = "stderr", "{line}");
+    }
+    if stdout_dropped + stderr_dropped > 0 {
+        tracing::warn!(
+            plugin,
+            key,
+            stdout_dropped,
+            stderr_dropped,
+            "plugin output over the limit was dropped"
+        );
+    }
+    if state.log_lines > MAX_LOG_LINES {
+        tracing::warn!(
+            plugin,
+            key,
+            lines = state.log_lines,
+            "plugin logged too many lines; the rest were dropped"
+        );
+    }
+    stderr
+}
+
+/// Turns a failed call into the error the host reports.
+pub(crate) fn classify(error: wasmtime::Error, state: &CallState, stderr: &str, limits: &Limits) -> ReconcileError {
+    if state.limiter.exhausted {
+        return ReconcileError::MemoryExhausted {
+            limit_bytes: limits.memory_bytes,
+        };
+    }
+    match error.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => ReconcileError::Timeout {
+            deadline: limits.deadline,
+        },
+        Some(trap) => ReconcileError::Trap {
+            message: panic_message(stderr).unwrap_or_else(|| trap.to_string()),
+        },
+        None => ReconcileError::Trap {
+            message: panic_message(stderr).unwrap_or_else(|| format!("{error:#}")),
+        },
+    }
+}
+
+impl Plugin {
+    /// Runs one reconcile on `view` in a fresh instance, with `reader` serving `get` and `list`.
+    pub fn reconcile(
+        &self,
+        view: &WorldView,
+        reader: Arc<dyn ClusterReader>,
+        labels: CallLabels,
+    ) -> Result<Outcome, ReconcileError> {
+        let started = Instant::now();
+        let wire_view = outcome::encode_view(view);
+        let mut store = new_store(&self.engine, &self.limits, reader, Some(self.spec.clone()), labels);
+        let result = self
+            .pre
+            .instantiate(&mut store)
+            .map_err(ReconcileError::Instantiate)
+            .and_then(|bindings| {
+                bindings
+                    .wasm_reconciler_plugin_controller()
+                    .call_reconcile(&mut store, &wire_view)
+                    .map_err(|error| {
+                        let stderr = drain_output(store.data());
+                        classify(error, store.data(), &stderr, &self.limits)
+                    })
+            });
+        let result = match result {
+            Ok(Ok(answer)) => {
+                drain_output(store.data());
+                outcome::decode(answer, &self.limits).map_err(ReconcileError::InvalidOutcome)
+            }
+            Ok(Err(message)) => {
+                drain_output(store.data());
+                Err(ReconcileError::Plugin(message))
+            }
+            Err(error) => Err(error),
+        };
+        tracing::trace!(
+            plugin = %store.data().labels.plugin,
+            key = %store.data().labels.key,
+            elapsed_us = started.elapsed().as_micros() as u64,
+            ok = result.is_ok(),
+            "reconcile call finished"
+        );
+        result
+    }
+}

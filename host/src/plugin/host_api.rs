@@ -1,0 +1,107 @@
+//! The host side of the `host` and `types` WIT interfaces: logging and read-only cluster access.
+
+use super::bindings::wasm_reconciler::plugin::{host, types};
+use super::call::CallState;
+use super::contract::Gvk;
+
+/// Where `get` and `list` read from: the controller runtime's caches, or a render fixture.
+///
+/// Objects are returned as JSON text so caches can serialise each object once. Implementations also record
+/// what was read, for dependency tracking.
+pub trait ClusterReader: Send + Sync {
+    /// One object, or `None` when absent. `namespace` is ignored for cluster-scoped kinds.
+    fn get(&self, kind: &Gvk, namespace: Option<&str>, name: &str) -> Result<Option<String>, String>;
+
+    /// Objects of a kind, optionally in one namespace and matching a label selector.
+    fn list(&self, kind: &Gvk, namespace: Option<&str>, label_selector: Option<&str>) -> Result<Vec<String>, String>;
+}
+
+/// A reader that sees nothing; used where reads make no sense (`describe`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoReads;
+
+impl ClusterReader for NoReads {
+    fn get(&self, _kind: &Gvk, _namespace: Option<&str>, _name: &str) -> Result<Option<String>, String> {
+        Err("the host offers no reads during describe()".into())
+    }
+
+    fn list(&self, _: &Gvk, _: Option<&str>, _: Option<&str>) -> Result<Vec<String>, String> {
+        Err("the host offers no reads during describe()".into())
+    }
+}
+
+/// Longest log line kept from a plugin; longer ones are cut.
+const MAX_LOG_LINE: usize = 4096;
+/// Log lines kept per call; the rest are counted and dropped.
+pub(crate) const MAX_LOG_LINES: u32 = 1000;
+
+impl From<types::Gvk> for Gvk {
+    fn from(gvk: types::Gvk) -> Self {
+        Gvk {
+            group: gvk.group,
+            version: gvk.version,
+            kind: gvk.kind,
+        }
+    }
+}
+
+/// The error a plugin gets when it reads a kind it did not declare.
+pub(crate) fn undeclared_kind_message(kind: &Gvk) -> String {
+    format!("kind {kind} is not declared in the plugin's `owns` or `reads`; declare it in describe() to read it")
+}
+
+impl CallState {
+    fn check_readable(&self, kind: &Gvk) -> Result<(), String> {
+        match &self.spec {
+            Some(spec) if spec.may_read(kind) => Ok(()),
+            Some(_) => Err(undeclared_kind_message(kind)),
+            None => Err("the host offers no reads during describe()".into()),
+        }
+    }
+}
+
+impl types::Host for CallState {}
+
+impl host::Host for CallState {
+    fn log(&mut self, level: host::Level, message: String) {
+        self.log_lines += 1;
+        if self.log_lines > MAX_LOG_LINES {
+            return;
+        }
+        let mut message = message;
+        if message.len() > MAX_LOG_LINE {
+            let mut cut = MAX_LOG_LINE;
+            while !message.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            message.truncate(cut);
+            message.push_str("…");
+        }
+        let plugin = self.labels.plugin.as_str();
+        let key = self.labels.key.as_str();
+        match level {
+            host::Level::Trace => tracing::trace!(plugin, key, "{message}"),
+            host::Level::Debug => tracing::debug!(plugin, key, "{message}"),
+            host::Level::Info => tracing::info!(plugin, key, "{message}"),
+            host::Level::Warn => tracing::warn!(plugin, key, "{message}"),
+            host::Level::Error => tracing::error!(plugin, key, "{message}"),
+        }
+    }
+
+    fn get(&mut self, kind: types::Gvk, namespace: Option<String>, name: String) -> Result<Option<String>, String> {
+        let kind = Gvk::from(kind);
+        self.check_readable(&kind)?;
+        self.reader.get(&kind, namespace.as_deref(), &name)
+    }
+
+    fn list(
+        &mut self,
+        kind: types::Gvk,
+        namespace: Option<String>,
+        label_selector: Option<String>,
+    ) -> Result<Vec<String>, String> {
+        let kind = Gvk::from(kind);
+        self.check_readable(&kind)?;
+        self.reader.list(&kind, namespace.as_deref(), label_selector.as_deref())
+    }
+}
