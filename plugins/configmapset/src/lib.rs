@@ -1,0 +1,59 @@
+//! `configmapset`: a wasm-reconciler plugin keeping N ConfigMaps from a template (the ReplicaSet pattern).
+//!
+//! A `ConfigMapSet` (`examples.wasm-reconciler.io/v1alpha1`) names a replica count, a ConfigMap
+//! template and a burst size. The plugin keeps ConfigMaps `<set>-0` … `<set>-<replicas-1>` equal to the
+//! template, creating and deleting at most `burst` per reconcile and asking to be requeued for the rest
+//! (slow start). Status reports observed and ready replicas with `Ready` and `Progressing` conditions; a
+//! finalizer drains the children in bursts before the set goes away.
+
+pub mod replicas;
+pub mod resource;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use serde::Deserialize;
+use wasm_reconciler_sdk::{ControllerSpec, Error, Gvk, Outcome, Reconciler, WorldView, ensure};
+
+#[cfg(feature = "crd")]
+pub use resource::{ConfigMapSet, crd_yaml};
+pub use resource::{ConfigMapSetSpec, ConfigMapSetStatus, ConfigMapTemplate, TemplateMetadata};
+
+/// The plugin: reconciles `ConfigMapSet`s, owns `ConfigMap`s.
+#[derive(Debug)]
+pub struct ConfigMapSetReconciler;
+
+/// The part of a `ConfigMapSet` the plugin reads.
+#[derive(Deserialize)]
+struct ConfigMapSetObject {
+    spec: ConfigMapSetSpec,
+}
+
+impl Reconciler for ConfigMapSetReconciler {
+    fn describe() -> ControllerSpec {
+        ControllerSpec::new(Gvk::new(resource::GROUP, resource::VERSION, resource::KIND))
+            .owns_kind::<ConfigMap>()
+            .finalizer(resource::FINALIZER)
+    }
+
+    fn reconcile(view: WorldView) -> Result<Outcome, Error> {
+        let ConfigMapSetObject { spec } = view.primary()?;
+        ensure!(
+            spec.replicas >= 0,
+            "spec.replicas must not be negative, got {}",
+            spec.replicas
+        );
+        ensure!(spec.burst >= 1, "spec.burst must be at least 1, got {}", spec.burst);
+        let observed: Vec<ConfigMap> = view.children()?;
+        Ok(if view.deleting() {
+            replicas::drain(view.name(), &spec, &observed)
+        } else {
+            replicas::converge(view.name(), &spec, &observed)
+        })
+    }
+}
+
+wasm_reconciler_sdk::export_reconciler!(ConfigMapSetReconciler);
+
+#[cfg(test)]
+mod fixtures;
+#[cfg(test)]
+mod tests;

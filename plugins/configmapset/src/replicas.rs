@@ -1,0 +1,246 @@
+//! The replica logic: which ConfigMaps to keep, create and delete this round, and what to report.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use wasm_reconciler_sdk::{Condition, Event, Outcome};
+
+use crate::resource::{ConfigMapSetSpec, ConfigMapSetStatus, SET_LABEL};
+
+/// Delay before the next round while creations or deletions remain beyond this round's burst.
+pub const REQUEUE_WHILE_CONVERGING: Duration = Duration::from_millis(100);
+
+/// One reconcile round of a set that is not being deleted.
+///
+/// Every desired replica (index `0..replicas`) is in the outcome as the full object built from the
+/// template, so drifted replicas are corrected; at most `burst` missing replicas are added (lowest
+/// indexes first), and at most `burst` excess children are left out and so deleted (names that are not
+/// replicas first, then the highest indexes). Excess children kept for a later round are carried over
+/// unchanged.
+pub fn converge(set_name: &str, spec: &ConfigMapSetSpec, observed: &[ConfigMap]) -> Outcome {
+    let replicas = u32::try_from(spec.replicas).unwrap_or(0);
+    let burst = burst(spec);
+    let mut outcome = Outcome::new().delete_all_children();
+    let mut missing = 0_usize;
+    let mut created = 0_usize;
+    let mut drifted = 0_usize;
+    for index in 0..replicas {
+        let name = child_name(set_name, index);
+        match observed
+            .iter()
+            .find(|child| child.metadata.name.as_deref() == Some(name.as_str()))
+        {
+            Some(child) => {
+                drifted += usize::from(!matches_template(set_name, spec, child));
+                outcome = outcome.child(&desired_child(set_name, spec, index));
+            }
+            None => {
+                missing += 1;
+                if created < burst {
+                    created += 1;
+                    outcome = outcome.child(&desired_child(set_name, spec, index));
+                }
+            }
+        }
+    }
+    let excess = scale_down_order(set_name, replicas, observed);
+    let deleted = excess.len().min(burst);
+    for child in &excess[deleted..] {
+        outcome = outcome.child(&carried_over(child));
+    }
+
+    let status = observed_status(set_name, spec, observed);
+    let ready = status.ready_replicas == spec.replicas && excess.is_empty();
+    outcome = outcome
+        .status(&status)
+        .condition(Condition::from_bool(
+            "Ready",
+            ready,
+            if ready { "ReplicasReady" } else { "ReplicasNotReady" },
+            format!(
+                "{}/{} ConfigMaps match the template, {} excess",
+                status.ready_replicas,
+                spec.replicas,
+                excess.len()
+            ),
+        ))
+        .condition(progressing(missing, excess.len(), drifted));
+    if created > 0 {
+        outcome = outcome.event(Event::normal(
+            "ScalingUp",
+            format!(
+                "creating {created} ConfigMap(s), {} still missing after this round",
+                missing - created
+            ),
+        ));
+    }
+    if deleted > 0 {
+        outcome = outcome.event(Event::normal(
+            "ScalingDown",
+            format!(
+                "deleting {deleted} ConfigMap(s), {} excess left after this round",
+                excess.len() - deleted
+            ),
+        ));
+    }
+    if missing > created || excess.len() > deleted {
+        outcome = outcome.requeue_after(REQUEUE_WHILE_CONVERGING);
+    }
+    outcome
+}
+
+/// One reconcile round of a set being deleted: deletes up to `burst` children (highest indexes first),
+/// keeps the rest, and reports `finalized` only once no child is observed.
+pub fn drain(set_name: &str, spec: &ConfigMapSetSpec, observed: &[ConfigMap]) -> Outcome {
+    let status = observed_status(set_name, spec, observed);
+    let outcome = Outcome::new().status(&status).condition(Condition::status_false(
+        "Ready",
+        "Deleting",
+        "the ConfigMapSet is being deleted",
+    ));
+    if observed.is_empty() {
+        return outcome
+            .delete_all_children()
+            .condition(Condition::status_false("Progressing", "Drained", "no ConfigMap left"))
+            .finalized();
+    }
+    let order = scale_down_order(set_name, 0, observed);
+    let deleted = order.len().min(burst(spec));
+    let remaining = order.len() - deleted;
+    let mut outcome = outcome
+        .delete_all_children()
+        .condition(Condition::status_true(
+            "Progressing",
+            "Draining",
+            format!("deleting {deleted} ConfigMap(s), {remaining} left after this round"),
+        ))
+        .event(Event::normal(
+            "Draining",
+            format!("deleting {deleted} ConfigMap(s), {remaining} left after this round"),
+        ))
+        .requeue_after(REQUEUE_WHILE_CONVERGING);
+    for child in &order[deleted..] {
+        outcome = outcome.child(&carried_over(child));
+    }
+    outcome
+}
+
+/// `<set>-<index>`.
+pub fn child_name(set_name: &str, index: u32) -> String {
+    format!("{set_name}-{index}")
+}
+
+/// The replica index of a child name, if it is exactly `<set>-<index>`.
+pub fn child_index(set_name: &str, child_name: &str) -> Option<u32> {
+    let digits = child_name.strip_prefix(set_name)?.strip_prefix('-')?;
+    let index: u32 = digits.parse().ok()?;
+    (index.to_string() == digits).then_some(index)
+}
+
+/// The full desired replica `index`: template labels plus the set label, template annotations and data.
+pub fn desired_child(set_name: &str, spec: &ConfigMapSetSpec, index: u32) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(child_name(set_name, index)),
+            labels: Some(desired_labels(set_name, spec)),
+            annotations: (!spec.template.metadata.annotations.is_empty())
+                .then(|| spec.template.metadata.annotations.clone()),
+            ..ObjectMeta::default()
+        },
+        data: Some(spec.template.data.clone()),
+        ..ConfigMap::default()
+    }
+}
+
+/// Whether an observed child carries every desired label, annotation and data entry.
+///
+/// Extra entries do not count as drift: under server-side apply they belong to other field managers.
+pub fn matches_template(set_name: &str, spec: &ConfigMapSetSpec, child: &ConfigMap) -> bool {
+    contains_all(child.metadata.labels.as_ref(), &desired_labels(set_name, spec))
+        && contains_all(child.metadata.annotations.as_ref(), &spec.template.metadata.annotations)
+        && contains_all(child.data.as_ref(), &spec.template.data)
+}
+
+/// Children that are not desired replicas, in the order they are deleted: names that are not replicas
+/// of this set first (by name), then the highest indexes.
+pub fn scale_down_order<'a>(set_name: &str, replicas: u32, observed: &'a [ConfigMap]) -> Vec<&'a ConfigMap> {
+    let mut excess: Vec<(Option<u32>, &str, &ConfigMap)> = observed
+        .iter()
+        .filter_map(|child| {
+            let name = child.metadata.name.as_deref().unwrap_or_default();
+            let index = child_index(set_name, name);
+            (index.is_none_or(|index| index >= replicas)).then_some((index, name, child))
+        })
+        .collect();
+    excess.sort_by(|(index_a, name_a, _), (index_b, name_b, _)| match (index_a, index_b) {
+        (None, None) => name_a.cmp(name_b),
+        (None, Some(_)) => std::cmp::Ordering::Less,
+        (Some(_), None) => std::cmp::Ordering::Greater,
+        (Some(a), Some(b)) => b.cmp(a),
+    });
+    excess.into_iter().map(|(_, _, child)| child).collect()
+}
+
+/// Status from what was observed: children seen and children matching the template.
+pub fn observed_status(set_name: &str, spec: &ConfigMapSetSpec, observed: &[ConfigMap]) -> ConfigMapSetStatus {
+    let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+    ConfigMapSetStatus {
+        replicas: count(observed.len()),
+        ready_replicas: count(
+            observed
+                .iter()
+                .filter(|child| matches_template(set_name, spec, child))
+                .count(),
+        ),
+        ..ConfigMapSetStatus::default()
+    }
+}
+
+/// `Progressing`: True while replicas are missing, in excess or drifted (in that order of precedence),
+/// False with reason `Stable` when nothing is left to do.
+fn progressing(missing: usize, excess: usize, drifted: usize) -> Condition {
+    let detail = format!("{missing} missing, {excess} excess, {drifted} drifted");
+    let reason = if missing > 0 {
+        "ScalingUp"
+    } else if excess > 0 {
+        "ScalingDown"
+    } else if drifted > 0 {
+        "Updating"
+    } else {
+        return Condition::status_false("Progressing", "Stable", detail);
+    };
+    Condition::status_true("Progressing", reason, detail)
+}
+
+/// An excess child kept for a later round, as observed (only the fields this plugin manages).
+fn carried_over(child: &ConfigMap) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: child.metadata.name.clone(),
+            labels: child.metadata.labels.clone(),
+            annotations: child.metadata.annotations.clone(),
+            ..ObjectMeta::default()
+        },
+        data: child.data.clone(),
+        binary_data: child.binary_data.clone(),
+        ..ConfigMap::default()
+    }
+}
+
+fn desired_labels(set_name: &str, spec: &ConfigMapSetSpec) -> BTreeMap<String, String> {
+    let mut labels = spec.template.metadata.labels.clone();
+    labels.insert(SET_LABEL.to_owned(), set_name.to_owned());
+    labels
+}
+
+fn contains_all(actual: Option<&BTreeMap<String, String>>, expected: &BTreeMap<String, String>) -> bool {
+    expected
+        .iter()
+        .all(|(key, value)| actual.and_then(|actual| actual.get(key)) == Some(value))
+}
+
+fn burst(spec: &ConfigMapSetSpec) -> usize {
+    usize::try_from(spec.burst).unwrap_or(0).max(1)
+}
