@@ -1,0 +1,191 @@
+//! The shared server state: store, registry of served kinds, fault injection, and background work triggers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::RwLock;
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+use crate::fault::FaultState;
+use crate::object;
+use crate::registry::{Registry, ResourceInfo, StorageId, crd};
+use crate::storage::{Change, ObjectKey, Store};
+
+/// Namespaces every cluster has.
+pub const DEFAULT_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// Namespaces that may not be deleted.
+pub const UNDELETABLE_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
+
+/// Store id of namespaces.
+pub fn namespaces_storage() -> StorageId {
+    StorageId::from("/namespaces")
+}
+
+/// Store id of CRDs.
+pub fn crd_storage() -> StorageId {
+    StorageId::from("apiextensions.k8s.io/customresourcedefinitions")
+}
+
+/// Settings fixed at startup.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Static bearer token, if required.
+    pub bearer_token: Option<String>,
+    /// Interval between watch bookmarks.
+    pub bookmark_interval: Duration,
+}
+
+/// Everything a request handler or background task needs.
+#[derive(Debug)]
+pub struct Cluster {
+    /// Object storage.
+    pub store: Store,
+    registry: RwLock<Arc<Registry>>,
+    /// Fault injection.
+    pub faults: FaultState,
+    /// Startup settings.
+    pub settings: Settings,
+    /// Wakes the garbage collector.
+    pub collector_wakeup: Arc<Notify>,
+}
+
+impl Cluster {
+    /// State over a store; builds the registry from the stored CRDs.
+    pub fn new(store: Store, settings: Settings) -> Self {
+        let cluster = Cluster {
+            store,
+            registry: RwLock::new(Arc::new(Registry::default())),
+            faults: FaultState::default(),
+            settings,
+            collector_wakeup: Arc::new(Notify::new()),
+        };
+        cluster.refresh_registry();
+        cluster
+    }
+
+    /// The current registry snapshot.
+    pub fn registry(&self) -> Arc<Registry> {
+        self.registry.read().clone()
+    }
+
+    /// Rebuild the registry from the stored CRDs.
+    pub fn refresh_registry(&self) {
+        let page = self.store.list(&crd_storage(), None, None, None, &|_| true);
+        let registry = Registry::build(page.items.iter().map(|c| c.as_ref()));
+        *self.registry.write() = Arc::new(registry);
+    }
+
+    /// Ask the garbage collector for a pass.
+    pub fn wake_collector(&self) {
+        self.collector_wakeup.notify_one();
+    }
+
+    /// Whether a namespace exists, and whether it is terminating.
+    pub fn namespace_state(&self, name: &str) -> Option<bool> {
+        let key = ObjectKey::new(&namespaces_storage(), "", name);
+        self.store.get(&key).map(|ns| object::is_deleting(&ns))
+    }
+
+    /// Create the default namespaces and the `kubernetes` service when missing.
+    pub fn bootstrap(&self) {
+        let now = object::now_rfc3339();
+        for name in DEFAULT_NAMESPACES {
+            let key = ObjectKey::new(&namespaces_storage(), "", name);
+            let namespace = json!({
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {
+                    "name": name,
+                    "uid": uuid::Uuid::new_v4().to_string(),
+                    "creationTimestamp": now,
+                    "labels": {"kubernetes.io/metadata.name": name},
+                },
+                "spec": {"finalizers": ["kubernetes"]},
+                "status": {"phase": "Active"},
+            });
+            let result = self.store.write(&key, false, |current, _| {
+                Ok(match current {
+                    Some(existing) => Change::Unchanged(existing.clone()),
+                    None => Change::Create(namespace),
+                })
+            });
+            if let Err(error) = result {
+                tracing::error!(%error, namespace = name, "cannot create default namespace");
+            }
+        }
+        let key = ObjectKey::new(&StorageId::from("/services"), "default", "kubernetes");
+        let service = json!({
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {
+                "name": "kubernetes",
+                "namespace": "default",
+                "uid": uuid::Uuid::new_v4().to_string(),
+                "creationTimestamp": now,
+                "labels": {"component": "apiserver", "provider": "kubernetes"},
+            },
+            "spec": {
+                "clusterIP": "10.96.0.1",
+                "clusterIPs": ["10.96.0.1"],
+                "internalTrafficPolicy": "Cluster",
+                "ipFamilies": ["IPv4"],
+                "ipFamilyPolicy": "SingleStack",
+                "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}],
+                "sessionAffinity": "None",
+                "type": "ClusterIP",
+            },
+            "status": {"loadBalancer": {}},
+        });
+        let result = self.store.write(&key, false, |current, _| {
+            Ok(match current {
+                Some(existing) => Change::Unchanged(existing.clone()),
+                None => Change::Create(service),
+            })
+        });
+        if let Err(error) = result {
+            tracing::error!(%error, "cannot create the kubernetes service");
+        }
+    }
+
+    /// Set `NamesAccepted`/`Established` on a CRD when they are not current, then refresh discovery.
+    pub fn reconcile_crd(&self, name: &str) {
+        let key = ObjectKey::new(&crd_storage(), "", name);
+        let result = self.store.write(&key, false, |current, _| {
+            let Some(current) = current else {
+                return Ok(Change::Unchanged(Arc::new(Value::Null)));
+            };
+            let status = crd::accepted_status(current, Some(current), None);
+            let same = |a: &Value, b: &Value| {
+                let strip = |v: &Value| {
+                    let mut v = v.clone();
+                    if let Some(conditions) = v.get_mut("conditions").and_then(Value::as_array_mut) {
+                        for c in conditions {
+                            if let Some(c) = c.as_object_mut() {
+                                c.remove("lastTransitionTime");
+                            }
+                        }
+                    }
+                    v
+                };
+                strip(a) == strip(b)
+            };
+            if current.get("status").is_some_and(|s| same(s, &status)) {
+                return Ok(Change::Unchanged(current.clone()));
+            }
+            let mut updated = (**current).clone();
+            updated["status"] = status;
+            Ok(Change::Update(updated))
+        });
+        if let Err(error) = result {
+            tracing::error!(%error, crd = name, "cannot update CRD status");
+        }
+        self.refresh_registry();
+    }
+
+    /// Resolve a resource by group/version/plural.
+    pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceInfo>> {
+        self.registry().lookup(group, version, plural)
+    }
+}

@@ -1,0 +1,293 @@
+//! Background controllers the API server itself needs: the garbage collector (owner references,
+//! `orphan` and `foregroundDeletion` finalizers), namespace termination, and CRD instance cleanup.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::cluster::{Cluster, crd_storage, namespaces_storage};
+use crate::lifecycle::deletion::{DeleteOptions, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Propagation};
+use crate::object;
+use crate::registry::{ResourceInfo, crd};
+use crate::storage::{Change, ObjectKey};
+
+/// Periodic pass interval, on top of passes triggered by writes.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Run the collector until the cluster is dropped.
+pub fn spawn(cluster: &Arc<Cluster>) {
+    let weak: Weak<Cluster> = Arc::downgrade(cluster);
+    let notify = cluster.collector_wakeup.clone();
+    tokio::spawn(async move {
+        loop {
+            let Some(cluster) = weak.upgrade() else {
+                return;
+            };
+            let wakeup = notify.notified();
+            tokio::pin!(wakeup);
+            wakeup.as_mut().enable();
+            collect(&cluster);
+            drop(cluster);
+            tokio::select! {
+                _ = wakeup => {}
+                _ = tokio::time::sleep(SWEEP_INTERVAL) => {}
+            }
+        }
+    });
+}
+
+struct OwnerState {
+    deleting: bool,
+    finalizers: Vec<String>,
+}
+
+/// One pass of every controller.
+pub fn collect(cluster: &Cluster) {
+    terminate_namespaces(cluster);
+    clean_up_crds(cluster);
+    collect_garbage(cluster);
+}
+
+fn delete_quietly(cluster: &Cluster, info: &Arc<ResourceInfo>, namespace: &str, name: &str, propagation: Propagation) {
+    let options = DeleteOptions {
+        propagation: Some(propagation),
+        ..Default::default()
+    };
+    if let Err(error) = cluster.delete_unfaulted(info, namespace, name, &options)
+        && error.code != 404
+    {
+        tracing::warn!(%error, resource = %info.plural, namespace, name, "collector delete failed");
+    }
+}
+
+fn update_quietly(cluster: &Cluster, key: &ObjectKey, change: impl FnOnce(&mut Value) -> bool) {
+    let result = cluster.store.write(key, false, |current, _| {
+        let Some(current) = current else {
+            return Ok(Change::Unchanged(Arc::new(Value::Null)));
+        };
+        let mut object = (**current).clone();
+        if !change(&mut object) {
+            return Ok(Change::Unchanged(current.clone()));
+        }
+        let spec_finalizers = key.storage.as_ref() == "/namespaces"
+            && !object::string_list(object::path(&object, &["spec", "finalizers"])).is_empty();
+        if object::is_deleting(&object) && object::finalizers(&object).is_empty() && !spec_finalizers {
+            return Ok(Change::Delete(object));
+        }
+        Ok(Change::Update(object))
+    });
+    if let Err(error) = result {
+        tracing::warn!(%error, name = %key.name, "collector update failed");
+    }
+}
+
+fn terminate_namespaces(cluster: &Cluster) {
+    let namespaces = cluster
+        .store
+        .list(&namespaces_storage(), None, None, None, &|ns| object::is_deleting(ns));
+    if namespaces.items.is_empty() {
+        return;
+    }
+    let registry = cluster.registry();
+    for namespace in namespaces.items {
+        let name = object::name(&namespace).to_string();
+        let mut remaining = 0;
+        for info in registry.storage_resources().iter().filter(|i| i.namespaced) {
+            let page = cluster.store.list(&info.storage, Some(&name), None, None, &|_| true);
+            for item in page.items {
+                remaining += 1;
+                if !object::is_deleting(&item) {
+                    delete_quietly(cluster, info, &name, object::name(&item), Propagation::Background);
+                }
+            }
+        }
+        if remaining == 0 {
+            tracing::debug!(namespace = %name, "namespace empty, finalizing");
+            update_quietly(cluster, &ObjectKey::new(&namespaces_storage(), "", &name), |ns| {
+                let mut finalizers = object::string_list(object::path(ns, &["spec", "finalizers"]));
+                let before = finalizers.len();
+                finalizers.retain(|f| f != "kubernetes");
+                if finalizers.len() == before {
+                    return false;
+                }
+                if finalizers.is_empty() {
+                    object::ensure_object(ns, &["spec"]).remove("finalizers");
+                } else {
+                    ns["spec"]["finalizers"] = json!(finalizers);
+                }
+                true
+            });
+        }
+    }
+}
+
+fn clean_up_crds(cluster: &Cluster) {
+    let crds = cluster.store.list(&crd_storage(), None, None, None, &|c| {
+        object::is_deleting(c) && object::finalizers(c).iter().any(|f| f == crd::CLEANUP_FINALIZER)
+    });
+    if crds.items.is_empty() {
+        return;
+    }
+    let registry = cluster.registry();
+    for definition in crds.items {
+        let group = object::path_str(&definition, &["spec", "group"]);
+        let plural = object::path_str(&definition, &["spec", "names", "plural"]);
+        let storage = format!("{group}/{plural}");
+        let info = registry
+            .storage_resources()
+            .into_iter()
+            .find(|i| i.storage.as_ref() == storage);
+        let mut remaining = 0;
+        if let Some(info) = &info {
+            let page = cluster.store.list(&info.storage, None, None, None, &|_| true);
+            for item in page.items {
+                remaining += 1;
+                if !object::is_deleting(&item) {
+                    delete_quietly(
+                        cluster,
+                        info,
+                        object::namespace(&item),
+                        object::name(&item),
+                        Propagation::Background,
+                    );
+                }
+            }
+        }
+        if remaining == 0 {
+            let name = object::name(&definition).to_string();
+            update_quietly(cluster, &ObjectKey::new(&crd_storage(), "", &name), |c| {
+                let mut finalizers = object::finalizers(c);
+                finalizers.retain(|f| f != crd::CLEANUP_FINALIZER);
+                object::set_finalizers(c, &finalizers);
+                true
+            });
+            cluster.refresh_registry();
+        }
+    }
+}
+
+fn collect_garbage(cluster: &Cluster) {
+    let registry = cluster.registry();
+    let resources = registry.storage_resources();
+    let mut owners: HashMap<String, OwnerState> = HashMap::new();
+    let mut dependents: Vec<(Arc<ResourceInfo>, Arc<Value>)> = Vec::new();
+    for info in &resources {
+        let page = cluster.store.list(&info.storage, None, None, None, &|_| true);
+        for item in page.items {
+            owners.insert(
+                object::uid(&item).to_string(),
+                OwnerState {
+                    deleting: object::is_deleting(&item),
+                    finalizers: object::finalizers(&item),
+                },
+            );
+            if !object::owner_references(&item).is_empty() {
+                dependents.push((info.clone(), item));
+            }
+        }
+    }
+    let mut blocking_dependents: HashMap<String, usize> = HashMap::new();
+    let mut orphaning_owners: Vec<String> = Vec::new();
+    for (info, dependent) in &dependents {
+        let namespace = object::namespace(dependent).to_string();
+        let name = object::name(dependent).to_string();
+        let mut solid = 0;
+        let mut waiting = 0;
+        let mut dangling: Vec<String> = Vec::new();
+        let mut orphaned_by: Vec<String> = Vec::new();
+        for reference in object::owner_references(dependent) {
+            let uid = reference.get("uid").and_then(Value::as_str).unwrap_or("").to_string();
+            match owners.get(&uid) {
+                None => dangling.push(uid),
+                Some(owner) if owner.deleting && owner.finalizers.iter().any(|f| f == ORPHAN_FINALIZER) => {
+                    orphaned_by.push(uid);
+                }
+                Some(owner) if owner.deleting && owner.finalizers.iter().any(|f| f == FOREGROUND_FINALIZER) => {
+                    waiting += 1;
+                    if reference.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true) {
+                        *blocking_dependents.entry(uid).or_default() += 1;
+                    }
+                }
+                Some(_) => solid += 1,
+            }
+        }
+        let key = ObjectKey::new(&info.storage, &namespace, &name);
+        if !orphaned_by.is_empty() {
+            update_quietly(cluster, &key, |object| remove_owner_references(object, &orphaned_by));
+            orphaning_owners.extend(orphaned_by.iter().cloned());
+            if solid + waiting > 0 || dangling.is_empty() {
+                continue;
+            }
+        }
+        if solid == 0 && (waiting > 0 || !dangling.is_empty()) && orphaned_by.is_empty() {
+            if !object::is_deleting(dependent) {
+                let propagation = if waiting > 0 {
+                    Propagation::Foreground
+                } else {
+                    Propagation::Background
+                };
+                tracing::debug!(resource = %info.plural, namespace, name, ?propagation, "collecting dependent");
+                delete_quietly(cluster, info, &namespace, &name, propagation);
+            }
+        } else if !dangling.is_empty() {
+            update_quietly(cluster, &key, |object| remove_owner_references(object, &dangling));
+        }
+    }
+    for info in &resources {
+        let page = cluster.store.list(&info.storage, None, None, None, &|o| {
+            object::is_deleting(o)
+                && object::finalizers(o)
+                    .iter()
+                    .any(|f| f == ORPHAN_FINALIZER || f == FOREGROUND_FINALIZER)
+        });
+        for owner in page.items {
+            let uid = object::uid(&owner).to_string();
+            let finalizers = object::finalizers(&owner);
+            let key = ObjectKey::new(&info.storage, object::namespace(&owner), object::name(&owner));
+            if finalizers.iter().any(|f| f == ORPHAN_FINALIZER) {
+                let still_referenced = dependents.iter().any(|(_, d)| {
+                    object::owner_references(d)
+                        .iter()
+                        .any(|r| r.get("uid").and_then(Value::as_str) == Some(&uid))
+                }) && !orphaning_owners.contains(&uid);
+                if !still_referenced {
+                    update_quietly(cluster, &key, |o| remove_finalizer(o, ORPHAN_FINALIZER));
+                }
+            } else if finalizers.iter().any(|f| f == FOREGROUND_FINALIZER) && !blocking_dependents.contains_key(&uid) {
+                update_quietly(cluster, &key, |o| remove_finalizer(o, FOREGROUND_FINALIZER));
+            }
+        }
+    }
+}
+
+fn remove_owner_references(object: &mut Value, uids: &[String]) -> bool {
+    let references = object::owner_references(object).to_vec();
+    let kept: Vec<Value> = references
+        .iter()
+        .filter(|r| !uids.iter().any(|u| r.get("uid").and_then(Value::as_str) == Some(u)))
+        .cloned()
+        .collect();
+    if kept.len() == references.len() {
+        return false;
+    }
+    let meta = object::metadata_mut(object);
+    if kept.is_empty() {
+        meta.remove("ownerReferences");
+    } else {
+        meta.insert("ownerReferences".into(), Value::Array(kept));
+    }
+    true
+}
+
+fn remove_finalizer(object: &mut Value, finalizer: &str) -> bool {
+    let mut finalizers = object::finalizers(object);
+    let before = finalizers.len();
+    finalizers.retain(|f| f != finalizer);
+    if finalizers.len() == before {
+        return false;
+    }
+    object::set_finalizers(object, &finalizers);
+    true
+}

@@ -1,0 +1,652 @@
+//! Object lifecycle: what create, update, patch and delete do to an object before it is stored
+//! (defaults, schema, metadata rules, generation, managedFields, finalizers, deletion).
+
+pub mod deletion;
+pub mod patching;
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::cluster::{Cluster, namespaces_storage};
+use crate::error::{ApiError, ApiResult, FieldViolation};
+use crate::object;
+use crate::registry::{ResourceInfo, StorageId, conversion, crd, defaults};
+use crate::storage::{Change, ObjectKey};
+
+/// `fieldValidation` of a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FieldValidation {
+    /// Reject unknown and duplicate fields.
+    Strict,
+    /// Accept them with a warning (the server default).
+    #[default]
+    Warn,
+    /// Drop them silently.
+    Ignore,
+}
+
+impl FieldValidation {
+    /// Parse the query value.
+    pub fn parse(value: Option<&str>) -> ApiResult<Self> {
+        match value {
+            None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),
+            Some("Strict") => Ok(FieldValidation::Strict),
+            Some("Ignore") => Ok(FieldValidation::Ignore),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\", got {other:?}"
+            ))),
+        }
+    }
+}
+
+/// Everything a write needs to know besides the body.
+#[derive(Debug, Clone)]
+pub struct WriteRequest {
+    /// The resource written to.
+    pub info: Arc<ResourceInfo>,
+    /// Namespace of the request ("" for cluster-scoped).
+    pub namespace: String,
+    /// `status` for `/status` writes.
+    pub subresource: Option<String>,
+    /// `dryRun=All`.
+    pub dry_run: bool,
+    /// Field manager.
+    pub manager: String,
+    /// `fieldValidation`.
+    pub validation: FieldValidation,
+}
+
+impl WriteRequest {
+    fn key(&self, name: &str) -> ObjectKey {
+        ObjectKey::new(&self.info.storage, &self.namespace, name)
+    }
+
+    fn is_status(&self) -> bool {
+        self.subresource.as_deref() == Some("status")
+    }
+
+    fn fault_name(&self) -> String {
+        if self.info.group.is_empty() {
+            self.info.plural.clone()
+        } else {
+            format!("{}.{}", self.info.plural, self.info.group)
+        }
+    }
+
+    fn check_fault(&self, cluster: &Cluster, name: &str) -> ApiResult<()> {
+        match cluster.faults.take_write_fault(&self.fault_name()) {
+            Some(fault) => Err(fault.to_error(self.info.subject(name))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Result of a create, update or patch.
+#[derive(Debug)]
+pub struct WriteOutcome {
+    /// The object as served at the request's version.
+    pub object: Value,
+    /// Whether the write created the object (201).
+    pub created: bool,
+    /// Warnings for `Warning` headers.
+    pub warnings: Vec<String>,
+}
+
+/// The kind of a PATCH body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchKind {
+    /// `application/json-patch+json`.
+    Json,
+    /// `application/merge-patch+json`.
+    Merge,
+    /// `application/strategic-merge-patch+json`.
+    Strategic,
+    /// `application/apply-patch+yaml` (server-side apply).
+    Apply {
+        /// `force=true`.
+        force: bool,
+    },
+}
+
+fn random_suffix() -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    uuid::Uuid::new_v4()
+        .as_bytes()
+        .iter()
+        .take(5)
+        .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
+        .collect()
+}
+
+/// Check `apiVersion`/`kind` of a body against the endpoint and fill them when missing.
+fn check_type_meta(info: &ResourceInfo, object: &mut Value) -> ApiResult<()> {
+    let Some(map) = object.as_object_mut() else {
+        return Err(ApiError::bad_request("the body of the request was not a JSON object"));
+    };
+    let expected_version = info.api_version();
+    match map.get("apiVersion").and_then(Value::as_str) {
+        None | Some("") => {
+            map.insert("apiVersion".into(), json!(expected_version));
+        }
+        Some(version) if version != expected_version => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({version}) does not match the expected API version ({expected_version})"
+            )));
+        }
+        Some(_) => {}
+    }
+    match map.get("kind").and_then(Value::as_str) {
+        None | Some("") => {
+            map.insert("kind".into(), json!(info.kind));
+        }
+        Some(kind) if kind != info.kind => {
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({kind}) does not match the expected kind ({})",
+                info.kind
+            )));
+        }
+        Some(_) => {}
+    }
+    Ok(())
+}
+
+fn check_namespace(request: &WriteRequest, object: &mut Value) -> ApiResult<()> {
+    let given = object::namespace(object).to_string();
+    if request.info.namespaced {
+        if !given.is_empty() && given != request.namespace {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        object::metadata_mut(object).insert("namespace".into(), json!(request.namespace));
+    } else {
+        object::metadata_mut(object).remove("namespace");
+    }
+    Ok(())
+}
+
+/// Compare objects ignoring the timestamps in managedFields.
+fn same_content(a: &Value, b: &Value) -> bool {
+    fn strip(v: &Value) -> Value {
+        let mut v = v.clone();
+        if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("resourceVersion");
+            if let Some(fields) = meta.get_mut("managedFields").and_then(Value::as_array_mut) {
+                for entry in fields.iter_mut().filter_map(Value::as_object_mut) {
+                    entry.remove("time");
+                }
+            }
+        }
+        v
+    }
+    strip(a) == strip(b)
+}
+
+fn without_metadata_and(object: &Value, drop_status: bool) -> Value {
+    let mut copy = object.clone();
+    if let Some(map) = copy.as_object_mut() {
+        map.remove("metadata");
+        if drop_status {
+            map.remove("status");
+        }
+    }
+    copy
+}
+
+impl Cluster {
+    /// Apply defaults, CRD rules and the custom resource schema to an object in storage form.
+    fn admit(&self, request: &WriteRequest, object: &mut Value, warnings: &mut Vec<String>) -> ApiResult<()> {
+        let info = &request.info;
+        if info.group == "apiextensions.k8s.io" && info.kind == "CustomResourceDefinition" {
+            crd::apply_defaults(object);
+        }
+        defaults::apply_defaults(info, object);
+        patching::apply_schema(request, object, warnings)?;
+        Ok(())
+    }
+
+    fn reject_invalid(&self, request: &WriteRequest, name: &str, violations: &[FieldViolation]) -> ApiResult<()> {
+        if violations.is_empty() {
+            return Ok(());
+        }
+        Err(ApiError::invalid_fields(
+            &request.info.group,
+            &request.info.kind,
+            name,
+            violations,
+        ))
+    }
+
+    fn validate_object(&self, request: &WriteRequest, object: &Value, old: Option<&Value>) -> ApiResult<()> {
+        let mut violations = patching::validate(request, object);
+        if request.info.kind == "CustomResourceDefinition" && request.info.group == "apiextensions.k8s.io" {
+            violations.extend(crd::validate(object));
+        }
+        if let Some(old) = old
+            && object::is_deleting(old)
+        {
+            let before = object::finalizers(old);
+            if object::finalizers(object).iter().any(|f| !before.contains(f)) {
+                violations.push(FieldViolation::forbidden(
+                    "metadata.finalizers",
+                    "no new finalizers can be added if the object is being deleted",
+                ));
+            }
+        }
+        self.reject_invalid(request, object::name(object), &violations)
+    }
+
+    /// Create an object (POST).
+    pub fn create(&self, request: &WriteRequest, mut body: Value) -> ApiResult<WriteOutcome> {
+        check_type_meta(&request.info, &mut body)?;
+        check_namespace(request, &mut body)?;
+        let mut warnings = Vec::new();
+        let mut object = conversion::to_storage(&request.info, body);
+        self.admit(request, &mut object, &mut warnings)?;
+        let created = self.create_prepared(request, object, None, &mut warnings)?;
+        Ok(WriteOutcome {
+            object: created,
+            created: true,
+            warnings,
+        })
+    }
+
+    /// Store a new object that went through admission; `applied` carries a server-side apply config.
+    fn create_prepared(
+        &self,
+        request: &WriteRequest,
+        mut object: Value,
+        applied: Option<(&Value, bool)>,
+        warnings: &mut Vec<String>,
+    ) -> ApiResult<Value> {
+        let info = request.info.clone();
+        {
+            let meta = object::metadata_mut(&mut object);
+            let has_name = meta.get("name").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+            if !has_name
+                && let Some(prefix) = meta.get("generateName").and_then(Value::as_str)
+                && !prefix.is_empty()
+            {
+                let name = format!("{prefix}{}", random_suffix());
+                meta.insert("name".into(), json!(name));
+            }
+        }
+        let name = object::name(&object).to_string();
+        request.check_fault(self, &name)?;
+        if info.namespaced {
+            match self.namespace_state(&request.namespace) {
+                None => {
+                    return Err(ApiError::not_found(crate::error::Subject {
+                        group: "",
+                        resource: "namespaces",
+                        name: &request.namespace,
+                    }));
+                }
+                Some(true) => {
+                    return Err(ApiError::forbidden(
+                        info.subject(&name),
+                        &format!(
+                            "unable to create new content in namespace {} because it is being terminated",
+                            request.namespace
+                        ),
+                    ));
+                }
+                Some(false) => {}
+            }
+        }
+        let uid = uuid::Uuid::new_v4().to_string();
+        {
+            let meta = object::metadata_mut(&mut object);
+            meta.insert("uid".into(), json!(uid));
+            meta.insert("creationTimestamp".into(), json!(object::now_rfc3339()));
+            meta.remove("resourceVersion");
+            meta.remove("deletionTimestamp");
+            meta.remove("deletionGracePeriodSeconds");
+            meta.remove("selfLink");
+            if info.generation {
+                meta.insert("generation".into(), json!(1));
+            } else {
+                meta.remove("generation");
+            }
+        }
+        defaults::initial_status(&info, &mut object);
+        if info.is_builtin() && info.kind == "Job" && info.group == "batch" {
+            defaults::job_selector(&mut object, &uid);
+        }
+        if info.is_builtin() && info.kind == "Service" && info.group.is_empty() {
+            self.allocate_service_addresses(&mut object);
+        }
+        self.validate_object(request, &object, None)?;
+        let object = match applied {
+            Some((config, force)) => {
+                // Apply computes ownership of the configuration; the stored object is the admitted one.
+                let applied = patching::apply(request, None, config, force)?;
+                let managed = object::metadata(&applied).and_then(|m| m.get("managedFields")).cloned();
+                let mut object = object;
+                if let Some(managed) = managed {
+                    object::metadata_mut(&mut object).insert("managedFields".into(), managed);
+                }
+                object
+            }
+            None => patching::record(request, None, object),
+        };
+        let key = request.key(&name);
+        let written = self.store.write(&key, request.dry_run, move |current, _| {
+            if current.is_some() {
+                return Err(ApiError::already_exists(info.subject(&name)));
+            }
+            Ok(Change::Create(object))
+        })?;
+        let _ = warnings;
+        self.after_write(request, &written.object);
+        Ok(conversion::to_served(&request.info, (*written.object).clone()))
+    }
+
+    fn after_write(&self, request: &WriteRequest, object: &Value) {
+        if request.dry_run {
+            return;
+        }
+        let info = &request.info;
+        if info.group == "apiextensions.k8s.io" && info.kind == "CustomResourceDefinition" {
+            let name = object::name(object).to_string();
+            if object::is_deleting(object) {
+                self.refresh_registry();
+                self.wake_collector();
+            } else {
+                self.reconcile_crd(&name);
+            }
+        }
+        if !object::owner_references(object).is_empty() || object::is_deleting(object) {
+            self.wake_collector();
+        }
+    }
+
+    /// Replace an object (PUT), on the main resource or `/status`.
+    pub fn update(&self, request: &WriteRequest, name: &str, mut body: Value) -> ApiResult<WriteOutcome> {
+        check_type_meta(&request.info, &mut body)?;
+        let body_name = object::name(&body).to_string();
+        if body_name.is_empty() {
+            object::metadata_mut(&mut body).insert("name".into(), json!(name));
+        } else if body_name != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        check_namespace(request, &mut body)?;
+        request.check_fault(self, name)?;
+        let mut warnings = Vec::new();
+        let mut object = conversion::to_storage(&request.info, body);
+        self.admit(request, &mut object, &mut warnings)?;
+        let key = request.key(name);
+        let info = request.info.clone();
+        let written = self.store.write(&key, request.dry_run, |current, _| {
+            let Some(current) = current else {
+                return Err(ApiError::not_found(info.subject(name)));
+            };
+            self.prepare_update(request, current, object, None)
+        })?;
+        self.after_write(request, &written.object);
+        Ok(WriteOutcome {
+            object: conversion::to_served(&request.info, (*written.object).clone()),
+            created: false,
+            warnings,
+        })
+    }
+
+    /// Patch an object; server-side apply creates it when missing.
+    pub fn patch(&self, request: &WriteRequest, name: &str, kind: PatchKind, body: &[u8]) -> ApiResult<WriteOutcome> {
+        let document = patching::parse_patch(kind, body)?;
+        request.check_fault(self, name)?;
+        let key = request.key(name);
+        let info = request.info.clone();
+        let mut warnings = Vec::new();
+        if let PatchKind::Apply { force } = kind {
+            patching::check_apply_config(request, name, &document)?;
+            if self.store.get(&key).is_none() && !request.is_status() {
+                let mut config = document.clone();
+                check_type_meta(&info, &mut config)?;
+                check_namespace(request, &mut config)?;
+                let mut object = conversion::to_storage(&info, config.clone());
+                self.admit(request, &mut object, &mut warnings)?;
+                match self.create_prepared(request, object, Some((&config, force)), &mut warnings) {
+                    Ok(created) => {
+                        return Ok(WriteOutcome {
+                            object: created,
+                            created: true,
+                            warnings,
+                        });
+                    }
+                    Err(error) if error.reason == "AlreadyExists" => {}
+                    Err(error) => return Err(error),
+                }
+            }
+        }
+        let written = self.store.write(&key, request.dry_run, |current, _| {
+            let Some(current) = current else {
+                return Err(ApiError::not_found(info.subject(name)));
+            };
+            let served = conversion::to_served(&info, (**current).clone());
+            let (patched, applied) = match kind {
+                PatchKind::Json => (patching::json_patch(&served, &document)?, false),
+                PatchKind::Merge => (patching::merge_patch(&served, &document), false),
+                PatchKind::Strategic => (patching::strategic_patch(&info, &served, &document)?, false),
+                PatchKind::Apply { force } => (patching::apply(request, Some(&served), &document, force)?, true),
+            };
+            let mut patched = patched;
+            if object::name(&patched) != name {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({}) does not match the name on the URL ({name})",
+                    object::name(&patched)
+                )));
+            }
+            check_type_meta(&info, &mut patched)?;
+            check_namespace(request, &mut patched)?;
+            let mut object = conversion::to_storage(&info, patched);
+            self.admit(request, &mut object, &mut warnings)?;
+            self.prepare_update(request, current, object, Some(applied))
+        })?;
+        self.after_write(request, &written.object);
+        Ok(WriteOutcome {
+            object: conversion::to_served(&request.info, (*written.object).clone()),
+            created: false,
+            warnings,
+        })
+    }
+
+    /// The update rules: preconditions, status subresource, system metadata, generation,
+    /// finalizers, managedFields and completion of a pending deletion.
+    /// `patched` is None for PUT, Some(applied) for patches.
+    fn prepare_update(
+        &self,
+        request: &WriteRequest,
+        current: &Arc<Value>,
+        mut object: Value,
+        patched: Option<bool>,
+    ) -> ApiResult<Change> {
+        let info = &request.info;
+        let name = object::name(current).to_string();
+        let requested_version = object::resource_version(&object).to_string();
+        if !requested_version.is_empty() && requested_version != object::resource_version(current) {
+            return Err(ApiError::stale(info.subject(&name)));
+        }
+        let requested_uid = object::uid(&object).to_string();
+        if !requested_uid.is_empty() && requested_uid != object::uid(current) {
+            return Err(ApiError::conflict(
+                info.subject(&name),
+                &format!(
+                    "Precondition failed: UID in precondition: {}, UID in object meta: {}",
+                    requested_uid,
+                    object::uid(current)
+                ),
+            ));
+        }
+        if request.is_status() {
+            let status = object.get("status").cloned();
+            let managed = object::metadata(&object).and_then(|m| m.get("managedFields")).cloned();
+            let mut replaced = (**current).clone();
+            match status {
+                Some(status) => replaced["status"] = status,
+                None => {
+                    if let Some(map) = replaced.as_object_mut() {
+                        map.remove("status");
+                    }
+                }
+            }
+            match managed {
+                Some(managed) => {
+                    object::metadata_mut(&mut replaced).insert("managedFields".into(), managed);
+                }
+                None => {
+                    object::metadata_mut(&mut replaced).remove("managedFields");
+                }
+            }
+            object = replaced;
+        } else if info.status_subresource {
+            match current.get("status") {
+                Some(status) => object["status"] = status.clone(),
+                None => {
+                    if let Some(map) = object.as_object_mut() {
+                        map.remove("status");
+                    }
+                }
+            }
+        }
+        let current_meta = object::metadata(current).cloned().unwrap_or_default();
+        {
+            let meta = object::metadata_mut(&mut object);
+            for field in [
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+            ] {
+                match current_meta.get(field) {
+                    Some(value) => {
+                        meta.insert(field.into(), value.clone());
+                    }
+                    None => {
+                        meta.remove(field);
+                    }
+                }
+            }
+            meta.insert("resourceVersion".into(), json!(object::resource_version(current)));
+            meta.remove("selfLink");
+            if !meta.contains_key("managedFields")
+                && let Some(managed) = current_meta.get("managedFields")
+                && patched != Some(true)
+            {
+                meta.insert("managedFields".into(), managed.clone());
+            }
+        }
+        if info.is_builtin() && info.kind == "Namespace" && info.group.is_empty() {
+            // spec.finalizers changes only through /finalize; phase is owned by the server.
+            if let Some(spec) = current.get("spec") {
+                object["spec"] = spec.clone();
+            }
+        }
+        self.validate_object(request, &object, Some(current))?;
+        if info.generation {
+            let drop_status = info.status_subresource;
+            if without_metadata_and(&object, drop_status) != without_metadata_and(current, drop_status) {
+                let generation = object::metadata(current)
+                    .and_then(|m| m.get("generation"))
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
+                object::metadata_mut(&mut object).insert("generation".into(), json!(generation + 1));
+            }
+        }
+        if patched != Some(true) {
+            if same_content(&object, current) {
+                return Ok(Change::Unchanged(current.clone()));
+            }
+            object = patching::record(request, Some(current), object);
+        }
+        if same_content(&object, current) {
+            return Ok(Change::Unchanged(current.clone()));
+        }
+        if object::is_deleting(&object)
+            && object::finalizers(&object).is_empty()
+            && !self.has_spec_finalizers(info, &object)
+        {
+            return Ok(Change::Delete(object));
+        }
+        Ok(Change::Update(object))
+    }
+
+    fn has_spec_finalizers(&self, info: &ResourceInfo, object: &Value) -> bool {
+        info.is_builtin()
+            && info.kind == "Namespace"
+            && !object::string_list(object::path(object, &["spec", "finalizers"])).is_empty()
+    }
+
+    fn allocate_service_addresses(&self, service: &mut Value) {
+        let service_type = object::path_str(service, &["spec", "type"]).to_string();
+        if service_type == "ExternalName" {
+            return;
+        }
+        let page = self
+            .store
+            .list(&StorageId::from("/services"), None, None, None, &|_| true);
+        let used_ips: std::collections::HashSet<String> = page
+            .items
+            .iter()
+            .map(|s| object::path_str(s, &["spec", "clusterIP"]).to_string())
+            .collect();
+        let used_ports: std::collections::HashSet<i64> = page
+            .items
+            .iter()
+            .flat_map(|s| {
+                object::path(s, &["spec", "ports"])
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .filter_map(|p| p.get("nodePort").and_then(Value::as_i64))
+            .collect();
+        let seed = u64::from_le_bytes(uuid::Uuid::new_v4().as_bytes()[..8].try_into().expect("8 bytes"));
+        let ip = object::path_str(service, &["spec", "clusterIP"]).to_string();
+        if ip.is_empty() {
+            // 10.96.0.0/12 without the network address and 10.96.0.1 (the kubernetes service).
+            let size: u64 = 1 << 20;
+            let allocated = (0..size)
+                .map(|i| 2 + (seed + i) % (size - 3))
+                .map(|offset| {
+                    let base: u32 = (10 << 24) | (96 << 16);
+                    let address = base + offset as u32;
+                    std::net::Ipv4Addr::from(address).to_string()
+                })
+                .find(|candidate| !used_ips.contains(candidate));
+            if let Some(ip) = allocated {
+                let spec = object::ensure_object(service, &["spec"]);
+                spec.insert("clusterIP".into(), json!(ip));
+                spec.insert("clusterIPs".into(), json!([ip]));
+            }
+        } else if object::path(service, &["spec", "clusterIPs"]).is_none() {
+            object::ensure_object(service, &["spec"]).insert("clusterIPs".into(), json!([ip]));
+        }
+        if service_type == "NodePort" || service_type == "LoadBalancer" {
+            let mut taken = used_ports;
+            if let Some(ports) = service.pointer_mut("/spec/ports").and_then(Value::as_array_mut) {
+                for (index, port) in ports.iter_mut().enumerate() {
+                    if port.get("nodePort").and_then(Value::as_i64).is_some_and(|p| p != 0) {
+                        continue;
+                    }
+                    let chosen = (0..2768)
+                        .map(|i| 30000 + ((seed as i64 + index as i64 * 7919 + i) % 2768))
+                        .find(|p| !taken.contains(p));
+                    if let Some(chosen) = chosen {
+                        taken.insert(chosen);
+                        port["nodePort"] = json!(chosen);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Namespaces key helper for other modules.
+    pub fn namespace_key(name: &str) -> ObjectKey {
+        ObjectKey::new(&namespaces_storage(), "", name)
+    }
+}

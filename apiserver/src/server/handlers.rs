@@ -1,0 +1,624 @@
+//! Request handlers: discovery, OpenAPI, and the verbs on resources (get, list, create, update,
+//! patch, delete, deletecollection); watch lives in `watch.rs`.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use http::{Method, header, request::Parts};
+use serde_json::{Value, json};
+
+use super::ListenerShutdown;
+use super::encode::{bytes_response, content_type, json_response, list_body, object_body, with_warnings};
+use super::request::{Query, Representation, ResourcePath, Route, negotiate, route};
+use super::watch;
+use crate::cluster::Cluster;
+use crate::error::{ApiError, ApiResult};
+use crate::lifecycle::deletion::{DeleteOptions, Deleted, Propagation};
+use crate::lifecycle::{FieldValidation, PatchKind, WriteRequest};
+use crate::object;
+use crate::openapi;
+use crate::registry::{ResourceInfo, discovery};
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::storage::ObjectKey;
+use crate::table::IncludeObject;
+
+/// Largest request body accepted.
+const MAX_BODY: usize = 64 * 1024 * 1024;
+
+/// Kubernetes version this server reports.
+pub const KUBERNETES_VERSION: &str = "v1.33.0";
+
+/// Serve one request.
+pub async fn handle(cluster: Arc<Cluster>, request: http::Request<Body>) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    match dispatch(cluster, request).await {
+        Ok(response) => response,
+        Err(error) => {
+            tracing::debug!(%method, %path, code = error.code, reason = %error.reason, "request failed");
+            error.into_response()
+        }
+    }
+}
+
+fn authorize(cluster: &Cluster, parts: &Parts) -> ApiResult<()> {
+    let Some(token) = &cluster.settings.bearer_token else {
+        return Ok(());
+    };
+    let presented = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    if presented == Some(token.as_str()) {
+        Ok(())
+    } else {
+        Err(ApiError::unauthorized())
+    }
+}
+
+async fn dispatch(cluster: Arc<Cluster>, request: http::Request<Body>) -> ApiResult<Response> {
+    let (parts, body) = request.into_parts();
+    let listener = parts.extensions.get::<ListenerShutdown>().map(|l| l.0.clone());
+    let route = route(parts.uri.path());
+    if route != Route::Health && route != Route::Version {
+        authorize(&cluster, &parts)?;
+    }
+    let latency = cluster.faults.latency();
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    let query = Query::parse(parts.uri.query());
+    let representation = negotiate(parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
+    if !matches!(route, Route::Resource(_)) && parts.method != Method::GET && parts.method != Method::HEAD {
+        return Err(ApiError::method_not_allowed());
+    }
+    let host = parts
+        .headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("127.0.0.1")
+        .to_string();
+    let registry = cluster.registry();
+    match route {
+        Route::Version => Ok(json_response(200, &version_info())),
+        Route::Health => Ok(bytes_response(200, b"ok".to_vec(), "text/plain; charset=utf-8")),
+        Route::OpenApiV2 => Ok(bytes_response(
+            200,
+            openapi::v2_protobuf(),
+            "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+        )),
+        Route::OpenApiV3Index => Ok(json_response(200, &openapi::v3_index(&registry))),
+        Route::OpenApiV3 { group, version } => openapi::v3_document(&registry, &group, &version)
+            .map(|doc| json_response(200, &doc))
+            .ok_or_else(ApiError::no_route),
+        Route::CoreVersions => Ok(match &representation {
+            Representation::AggregatedDiscovery(version) => bytes_response(
+                200,
+                serde_json::to_vec(&discovery::aggregated(&registry, true, version)).unwrap_or_default(),
+                &content_type(&representation),
+            ),
+            _ => json_response(200, &discovery::api_versions(&host)),
+        }),
+        Route::GroupList => Ok(match &representation {
+            Representation::AggregatedDiscovery(version) => bytes_response(
+                200,
+                serde_json::to_vec(&discovery::aggregated(&registry, false, version)).unwrap_or_default(),
+                &content_type(&representation),
+            ),
+            _ => json_response(200, &discovery::group_list(&registry)),
+        }),
+        Route::Group(name) => discovery::group(&registry, &name)
+            .map(|doc| json_response(200, &doc))
+            .ok_or_else(ApiError::no_route),
+        Route::ResourceList { group, version } => discovery::resource_list(&registry, &group, &version)
+            .map(|doc| json_response(200, &doc))
+            .ok_or_else(ApiError::no_route),
+        Route::Resource(path) => {
+            let info = registry
+                .lookup(&path.group, &path.version, &path.plural)
+                .ok_or_else(ApiError::no_route)?;
+            resource(cluster, parts, body, path, info, query, representation, listener).await
+        }
+        Route::NotFound => Err(ApiError::no_route()),
+    }
+}
+
+fn version_info() -> Value {
+    json!({
+        "major": "1",
+        "minor": "33",
+        "emulationMajor": "1",
+        "emulationMinor": "33",
+        "minCompatibilityMajor": "1",
+        "minCompatibilityMinor": "32",
+        "gitVersion": KUBERNETES_VERSION,
+        "gitCommit": "wasm-reconciler",
+        "gitTreeState": "clean",
+        "buildDate": "2025-04-23T00:00:00Z",
+        "goVersion": "rust",
+        "compiler": "rustc",
+        "platform": format!("{}/{}", std::env::consts::OS, match std::env::consts::ARCH {
+            "x86_64" => "amd64",
+            "aarch64" => "arm64",
+            other => other,
+        }),
+    })
+}
+
+fn field_manager(parts: &Parts, query: &Query) -> ApiResult<String> {
+    if let Some(manager) = query.get("fieldManager") {
+        if manager.len() > 128 {
+            return Err(ApiError::invalid_fields(
+                "meta.k8s.io",
+                "PatchOptions",
+                "",
+                &[crate::error::FieldViolation::invalid(
+                    "fieldManager",
+                    &json!(manager),
+                    "must be no more than 128 characters",
+                )],
+            ));
+        }
+        return Ok(manager.to_string());
+    }
+    let agent = parts
+        .headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let prefix: String = agent.split('/').next().unwrap_or("").chars().take(128).collect();
+    Ok(prefix)
+}
+
+fn dry_run(query: &Query) -> ApiResult<bool> {
+    match query.get("dryRun") {
+        None | Some("") => Ok(false),
+        Some("All") => Ok(true),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "Invalid dry run value: {other}; supported values: All"
+        ))),
+    }
+}
+
+async fn read_body(body: Body) -> ApiResult<bytes::Bytes> {
+    axum::body::to_bytes(body, MAX_BODY)
+        .await
+        .map_err(|e| ApiError::bad_request(format!("cannot read request body: {e}")))
+}
+
+fn parse_object(parts: &Parts, bytes: &[u8]) -> ApiResult<Value> {
+    let content_type = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_ascii_lowercase();
+    let value: Value = if content_type.contains("yaml") {
+        serde_yaml::from_slice(bytes)
+            .map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))?
+    } else if content_type.contains("json") || content_type.is_empty() {
+        serde_json::from_slice(bytes)
+            .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?
+    } else {
+        return Err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml"
+            ),
+        ));
+    };
+    if !value.is_object() {
+        return Err(ApiError::bad_request("the body of the request was not a JSON object"));
+    }
+    Ok(value)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn resource(
+    cluster: Arc<Cluster>,
+    parts: Parts,
+    body: Body,
+    path: ResourcePath,
+    info: Arc<ResourceInfo>,
+    query: Query,
+    representation: Representation,
+    listener: Option<tokio_util::sync::CancellationToken>,
+) -> ApiResult<Response> {
+    if !info.namespaced && path.namespace.is_some() {
+        return Err(ApiError::no_route());
+    }
+    let is_namespace_kind = info.is_builtin() && info.group.is_empty() && info.kind == "Namespace";
+    match path.subresource.as_deref() {
+        None => {}
+        Some("status") if info.status_subresource => {}
+        Some("finalize") if is_namespace_kind => {}
+        Some(_) => return Err(ApiError::no_route()),
+    }
+    let namespace = path.namespace.clone().unwrap_or_default();
+    let method = parts.method.clone();
+    let include = IncludeObject::parse(query.get("includeObject"));
+    match (method, path.name.clone()) {
+        (Method::GET, Some(name)) => {
+            if path.legacy_watch || query.flag("watch") {
+                return watch::serve(
+                    cluster,
+                    info.clone(),
+                    namespace_filter(&info, &path),
+                    Some(name),
+                    query,
+                    representation,
+                    listener,
+                );
+            }
+            let key = ObjectKey::new(&info.storage, if info.namespaced { &namespace } else { "" }, &name);
+            let stored = cluster
+                .store
+                .get(&key)
+                .ok_or_else(|| ApiError::not_found(info.subject(&name)))?;
+            let (body, content_type) = object_body(&info, &stored, &representation, include);
+            Ok(bytes_response(200, body, &content_type))
+        }
+        (Method::GET, None) => {
+            if path.legacy_watch || query.flag("watch") {
+                return watch::serve(
+                    cluster,
+                    info.clone(),
+                    namespace_filter(&info, &path),
+                    None,
+                    query,
+                    representation,
+                    listener,
+                );
+            }
+            list(
+                &cluster,
+                &info,
+                namespace_filter(&info, &path),
+                &query,
+                &representation,
+                include,
+            )
+        }
+        (Method::POST, None) => {
+            if info.namespaced && path.namespace.is_none() {
+                return Err(ApiError::no_route());
+            }
+            let request = write_request(&parts, &query, &info, &namespace, None)?;
+            let bytes = read_body(body).await?;
+            let object = parse_object(&parts, &bytes)?;
+            let outcome = cluster.create(&request, object)?;
+            Ok(with_warnings(json_response(201, &outcome.object), &outcome.warnings))
+        }
+        (Method::PUT, Some(name)) => {
+            let bytes = read_body(body).await?;
+            let object = parse_object(&parts, &bytes)?;
+            if path.subresource.as_deref() == Some("finalize") {
+                return finalize_namespace(&cluster, &info, &name, object);
+            }
+            let request = write_request(&parts, &query, &info, &namespace, path.subresource.clone())?;
+            let outcome = cluster.update(&request, &name, object)?;
+            Ok(with_warnings(json_response(200, &outcome.object), &outcome.warnings))
+        }
+        (Method::PATCH, Some(name)) => {
+            let content_type = parts
+                .headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            let accepted: &[&str] = if info.is_builtin() {
+                &[
+                    "application/json-patch+json",
+                    "application/merge-patch+json",
+                    "application/strategic-merge-patch+json",
+                    "application/apply-patch+yaml",
+                ]
+            } else {
+                &[
+                    "application/json-patch+json",
+                    "application/merge-patch+json",
+                    "application/apply-patch+yaml",
+                ]
+            };
+            if !accepted.contains(&content_type.as_str()) {
+                return Err(ApiError::unsupported_patch(&content_type, accepted));
+            }
+            let kind = match content_type.as_str() {
+                "application/json-patch+json" => PatchKind::Json,
+                "application/merge-patch+json" => PatchKind::Merge,
+                "application/strategic-merge-patch+json" => PatchKind::Strategic,
+                _ => {
+                    let force = match query.get("force") {
+                        None | Some("false") => false,
+                        Some("true") => true,
+                        Some(_) => return Err(ApiError::bad_request("force must be true or false")),
+                    };
+                    PatchKind::Apply { force }
+                }
+            };
+            if query.get("force").is_some() && !matches!(kind, PatchKind::Apply { .. }) {
+                return Err(ApiError::invalid_fields(
+                    "meta.k8s.io",
+                    "PatchOptions",
+                    "",
+                    &[crate::error::FieldViolation::forbidden(
+                        "force",
+                        "may not be specified for non-apply patch",
+                    )],
+                ));
+            }
+            let request = write_request(&parts, &query, &info, &namespace, path.subresource.clone())?;
+            let bytes = read_body(body).await?;
+            let outcome = cluster.patch(&request, &name, kind, &bytes)?;
+            let status = if outcome.created { 201 } else { 200 };
+            Ok(with_warnings(json_response(status, &outcome.object), &outcome.warnings))
+        }
+        (Method::DELETE, Some(name)) => {
+            if path.subresource.is_some() {
+                return Err(ApiError::method_not_allowed());
+            }
+            let bytes = read_body(body).await?;
+            let options = delete_options(&query, &bytes)?;
+            let ns = if info.namespaced { namespace.as_str() } else { "" };
+            match cluster.delete(&info, ns, &name, &options)? {
+                Deleted::Gone(object) => {
+                    if !info.is_builtin() || info.kind == "Pod" {
+                        Ok(json_response(200, &object))
+                    } else {
+                        let mut details = json!({"name": name});
+                        if !info.group.is_empty() {
+                            details["group"] = json!(info.group);
+                        }
+                        details["kind"] = json!(info.plural);
+                        details["uid"] = json!(object::uid(&object));
+                        Ok(json_response(
+                            200,
+                            &json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                    "status": "Success", "details": details}),
+                        ))
+                    }
+                }
+                Deleted::Pending(object) => Ok(json_response(200, &object)),
+            }
+        }
+        (Method::DELETE, None) => {
+            if path.subresource.is_some() {
+                return Err(ApiError::method_not_allowed());
+            }
+            let bytes = read_body(body).await?;
+            let options = delete_options(&query, &bytes)?;
+            let request = write_request(&parts, &query, &info, &namespace, None)?;
+            let filter = selection(&info, &query)?;
+            let deleted = cluster.delete_collection(&request, &|o| filter(o), &options)?;
+            Ok(json_response(
+                200,
+                &json!({"kind": info.list_kind, "apiVersion": info.api_version(),
+                        "metadata": {"resourceVersion": cluster.store.revision().to_string()},
+                        "items": deleted}),
+            ))
+        }
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+fn namespace_filter(info: &ResourceInfo, path: &ResourcePath) -> Option<String> {
+    if info.namespaced { path.namespace.clone() } else { None }
+}
+
+fn write_request(
+    parts: &Parts,
+    query: &Query,
+    info: &Arc<ResourceInfo>,
+    namespace: &str,
+    subresource: Option<String>,
+) -> ApiResult<WriteRequest> {
+    Ok(WriteRequest {
+        info: info.clone(),
+        namespace: if info.namespaced {
+            namespace.to_string()
+        } else {
+            String::new()
+        },
+        subresource,
+        dry_run: dry_run(query)?,
+        manager: field_manager(parts, query)?,
+        validation: FieldValidation::parse(query.get("fieldValidation"))?,
+    })
+}
+
+fn delete_options(query: &Query, body: &[u8]) -> ApiResult<DeleteOptions> {
+    let mut options = DeleteOptions {
+        dry_run: dry_run(query)?,
+        ..Default::default()
+    };
+    let document: Value = if body.iter().all(u8::is_ascii_whitespace) {
+        Value::Null
+    } else {
+        serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
+    };
+    if let Some(policy) = document.get("propagationPolicy").and_then(Value::as_str) {
+        options.propagation = Some(Propagation::parse(policy)?);
+    }
+    if let Some(orphan) = document.get("orphanDependents").and_then(Value::as_bool) {
+        options.propagation = Some(if orphan {
+            Propagation::Orphan
+        } else {
+            Propagation::Background
+        });
+    }
+    if let Some(preconditions) = document.get("preconditions") {
+        options.uid = preconditions.get("uid").and_then(Value::as_str).map(str::to_string);
+        options.resource_version = preconditions
+            .get("resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+    }
+    if document
+        .get("dryRun")
+        .and_then(Value::as_array)
+        .is_some_and(|d| d.iter().any(|v| v.as_str() == Some("All")))
+    {
+        options.dry_run = true;
+    }
+    if let Some(policy) = query.get("propagationPolicy") {
+        options.propagation = Some(Propagation::parse(policy)?);
+    }
+    if let Some(orphan) = query.get("orphanDependents") {
+        options.propagation = Some(if orphan == "true" {
+            Propagation::Orphan
+        } else {
+            Propagation::Background
+        });
+    }
+    Ok(options)
+}
+
+type Filter = Box<dyn Fn(&Value) -> bool + Send + Sync>;
+
+/// The label and field selection of a list, watch or deletecollection request.
+pub fn selection(info: &ResourceInfo, query: &Query) -> ApiResult<Filter> {
+    let labels = LabelSelector::parse(query.get("labelSelector").unwrap_or(""))
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let fields = FieldSelector::parse(query.get("fieldSelector").unwrap_or(""), info)
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    Ok(Box::new(move |object: &Value| {
+        labels.matches(object) && fields.matches(object)
+    }))
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ContinueToken {
+    v: String,
+    rv: u64,
+    start: (String, String),
+}
+
+fn list(
+    cluster: &Cluster,
+    info: &Arc<ResourceInfo>,
+    namespace: Option<String>,
+    query: &Query,
+    representation: &Representation,
+    include: IncludeObject,
+) -> ApiResult<Response> {
+    let filter = selection(info, query)?;
+    let current = cluster.store.revision();
+    let version = query.get("resourceVersion").unwrap_or("");
+    let version_match = query.get("resourceVersionMatch").unwrap_or("");
+    if !version.is_empty() && version != "0" {
+        let requested: u64 = version
+            .parse()
+            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {version:?}")))?;
+        match version_match {
+            "Exact" if requested != current => {
+                return Err(ApiError::expired(format!(
+                    "too old resource version: {requested} ({current})"
+                )));
+            }
+            _ if requested > current => {
+                return Err(ApiError::new(
+                    504,
+                    "Timeout",
+                    format!("Too large resource version: {requested}, current: {current}"),
+                )
+                .with_details(json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1})));
+            }
+            _ => {}
+        }
+    } else if version_match == "Exact" {
+        return Err(ApiError::bad_request(
+            "resourceVersionMatch \"Exact\" requires a resourceVersion",
+        ));
+    }
+    let limit = match query.get("limit") {
+        Some(text) => match text.parse::<i64>() {
+            Ok(n) if n > 0 => Some(n as usize),
+            Ok(_) => None,
+            Err(_) => return Err(ApiError::bad_request(format!("invalid limit: {text:?}"))),
+        },
+        None => None,
+    };
+    let after = match query.get("continue").filter(|c| !c.is_empty()) {
+        Some(token) => {
+            let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(token.trim_end_matches('='))
+                .map_err(|_| ApiError::bad_request("continue key is not valid: illegal base64 data"))?;
+            let token: ContinueToken = serde_json::from_slice(&bytes)
+                .map_err(|_| ApiError::bad_request("continue key is not valid: invalid token"))?;
+            Some(token.start)
+        }
+        None => None,
+    };
+    let fields_name = FieldSelector::parse(query.get("fieldSelector").unwrap_or(""), info)
+        .ok()
+        .and_then(|f| f.required_name().map(str::to_string));
+    let direct = match (&fields_name, &namespace, info.namespaced, &after) {
+        (Some(name), Some(_), true, None) | (Some(name), None, false, None) if limit.is_none() => Some(name),
+        _ => None,
+    };
+    let page = match direct {
+        Some(name) => {
+            let key = ObjectKey::new(&info.storage, namespace.as_deref().unwrap_or(""), name);
+            let items = cluster.store.get(&key).filter(|o| filter(o)).into_iter().collect();
+            crate::storage::ListPage {
+                items,
+                revision: current,
+                next: None,
+                remaining: 0,
+            }
+        }
+        None => cluster
+            .store
+            .list(&info.storage, namespace.as_deref(), after.as_ref(), limit, &|o| {
+                filter(o)
+            }),
+    };
+    let mut metadata = json!({"resourceVersion": page.revision.to_string()});
+    if let Some(next) = page.next {
+        let token = ContinueToken {
+            v: "meta.k8s.io/v1".into(),
+            rv: page.revision,
+            start: next,
+        };
+        let encoded =
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(serde_json::to_vec(&token).unwrap_or_default());
+        metadata["continue"] = json!(encoded);
+        if query.get("labelSelector").is_none_or(str::is_empty) && query.get("fieldSelector").is_none_or(str::is_empty)
+        {
+            metadata["remainingItemCount"] = json!(page.remaining);
+        }
+    }
+    let (body, content_type) = list_body(info, &page.items, metadata, representation, include);
+    Ok(bytes_response(200, body, &content_type))
+}
+
+fn finalize_namespace(cluster: &Cluster, info: &Arc<ResourceInfo>, name: &str, body: Value) -> ApiResult<Response> {
+    let finalizers = object::string_list(object::path(&body, &["spec", "finalizers"]));
+    let key = ObjectKey::new(&info.storage, "", name);
+    let written = cluster.store.write(&key, false, |current, _| {
+        let Some(current) = current else {
+            return Err(ApiError::not_found(info.subject(name)));
+        };
+        let mut object = (**current).clone();
+        if finalizers.is_empty() {
+            object::ensure_object(&mut object, &["spec"]).remove("finalizers");
+        } else {
+            object["spec"]["finalizers"] = json!(finalizers);
+        }
+        if object::is_deleting(&object) && finalizers.is_empty() && object::finalizers(&object).is_empty() {
+            return Ok(crate::storage::Change::Delete(object));
+        }
+        Ok(crate::storage::Change::Update(object))
+    })?;
+    cluster.wake_collector();
+    Ok(json_response(200, &written.object))
+}
