@@ -1,0 +1,746 @@
+//! `wasm-reconciler plugin pack`: wrap a plugin component, its configuration and host settings in a ConfigMap.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use clap::Args;
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+/// Label that marks a ConfigMap as a plugin for the host to load.
+pub const PLUGIN_LABEL: &str = "wasm-reconciler.io/plugin";
+/// Annotation that pins the sha256 of the uncompressed component.
+pub const SHA256_ANNOTATION: &str = "wasm-reconciler.io/sha256";
+/// `binaryData` key of an uncompressed component.
+pub const WASM_KEY: &str = "plugin.wasm";
+/// `binaryData` key of a gzip-compressed component.
+pub const WASM_GZIP_KEY: &str = "plugin.wasm.gz";
+/// `data` key of the plugin's configuration, handed to the plugin.
+pub const CONFIG_KEY: &str = "config.yaml";
+/// `data` key of the host settings for the plugin (limits, concurrency, resync, namespaces).
+pub const SETTINGS_KEY: &str = "settings.yaml";
+/// The namespace plugins are packed for unless told otherwise: the host's own.
+pub const DEFAULT_NAMESPACE: &str = "wasm-reconciler";
+/// Most bytes of `data` and `binaryData` values one ConfigMap may hold (decoded), as the API server enforces.
+pub const CONFIGMAP_LIMIT_BYTES: usize = 1024 * 1024;
+
+/// The first eight bytes of a WebAssembly binary: magic `\0asm`, then a version and a layer.
+const WASM_MAGIC: [u8; 4] = *b"\0asm";
+/// The layer bytes (offset 6..8) of a component; a core module has `[0, 0]` there.
+const COMPONENT_LAYER: [u8; 2] = [1, 0];
+
+/// Why a plugin could not be packed.
+#[derive(Debug, thiserror::Error)]
+pub enum PackError {
+    /// The ConfigMap name is not a DNS-1123 label.
+    #[error(
+        "invalid plugin name {name:?}: {reason} (a DNS-1123 label: at most 63 characters, lowercase letters, \
+         digits and '-', starting and ending with a letter or digit)"
+    )]
+    InvalidName {
+        /// The name given.
+        name: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The namespace is not a DNS-1123 label.
+    #[error("invalid namespace {namespace:?}: {reason}")]
+    InvalidNamespace {
+        /// The namespace given.
+        namespace: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The input does not start with the WebAssembly magic bytes.
+    #[error("not a WebAssembly binary: it does not start with the `\\0asm` magic bytes")]
+    NotWebAssembly,
+    /// The input is a core WebAssembly module, not a component.
+    #[error(
+        "a core WebAssembly module, not a component (layer bytes {layer:?}); build the plugin for wasm32-wasip2 \
+         or wrap the module with `wasm-tools component new`"
+    )]
+    NotComponent {
+        /// The layer bytes found at offset 6..8.
+        layer: [u8; 2],
+    },
+    /// The plugin configuration or the host settings are not YAML (or JSON).
+    #[error("the {key} content is not valid YAML or JSON")]
+    InvalidDocument {
+        /// `config.yaml` or `settings.yaml`.
+        key: &'static str,
+        /// The parse error.
+        #[source]
+        source: serde_yaml::Error,
+    },
+    /// The ConfigMap would be over the API server's size limit.
+    #[error("{}", too_large_message(*.total_bytes, *.wasm_bytes, *.data_bytes, *.gzip, *.gzip_total_bytes))]
+    TooLarge {
+        /// Decoded content of the ConfigMap: the component as stored plus the data values.
+        total_bytes: usize,
+        /// The component as stored (compressed when `gzip`).
+        wasm_bytes: usize,
+        /// The data values (configuration and settings).
+        data_bytes: usize,
+        /// Whether the component was compressed.
+        gzip: bool,
+        /// Without `gzip`: what the content would weigh compressed.
+        gzip_total_bytes: Option<usize>,
+    },
+    /// Compressing the component failed.
+    #[error("compressing the component failed")]
+    Compress(#[source] std::io::Error),
+    /// Writing the manifest as YAML failed.
+    #[error("serializing the ConfigMap manifest failed")]
+    Serialize(#[source] serde_yaml::Error),
+    /// An input file could not be read.
+    #[error("reading {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The manifest could not be written.
+    #[error("writing {}", path.display())]
+    Write {
+        /// The file (`-` for stdout).
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Local result alias.
+pub type Result<T, E = PackError> = std::result::Result<T, E>;
+
+fn too_large_message(total: usize, wasm: usize, data: usize, gzip: bool, gzip_total: Option<usize>) -> String {
+    let stored = if gzip { "compressed component" } else { "component" };
+    let mut message = format!(
+        "the ConfigMap would hold {total} bytes ({stored} {wasm} + data {data}), over the {CONFIGMAP_LIMIT_BYTES}-byte \
+         (1 MiB) limit of a ConfigMap"
+    );
+    match gzip_total {
+        Some(compressed) if compressed <= CONFIGMAP_LIMIT_BYTES => {
+            message.push_str(&format!("; with --gzip it would hold {compressed} bytes and fit"));
+        }
+        Some(compressed) => {
+            message.push_str(&format!("; even with --gzip it would hold {compressed} bytes"));
+        }
+        None => {}
+    }
+    if gzip_total.is_none_or(|compressed| compressed > CONFIGMAP_LIMIT_BYTES) {
+        message.push_str(
+            "; build the plugin with the wasm-release profile (opt-level \"z\", LTO, stripped) to make it smaller",
+        );
+    }
+    message
+}
+
+/// Arguments of `plugin pack`.
+#[derive(Debug, Clone, Args)]
+pub struct PackArgs {
+    /// The component (`.wasm`).
+    pub file: PathBuf,
+    /// Name of the ConfigMap, which is also the plugin's name (a DNS-1123 label).
+    #[arg(long, value_name = "N")]
+    pub name: String,
+    /// Namespace of the ConfigMap: the namespace the host loads plugins from.
+    #[arg(long, value_name = "NS", default_value = DEFAULT_NAMESPACE)]
+    pub namespace: String,
+    /// Plugin configuration (YAML or JSON), handed to the plugin; stored as `config.yaml`.
+    #[arg(long, value_name = "F")]
+    pub config: Option<PathBuf>,
+    /// Host settings for the plugin (YAML or JSON: limits, concurrency, resync); stored as `settings.yaml`.
+    #[arg(long, value_name = "F")]
+    pub settings: Option<PathBuf>,
+    /// Store the component gzip-compressed (`plugin.wasm.gz`), for components near the 1 MiB limit.
+    #[arg(long)]
+    pub gzip: bool,
+    /// Where to write the manifest; `-` or absent for stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// What goes into the ConfigMap besides the component.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackOptions {
+    /// ConfigMap name (the plugin's name).
+    pub name: String,
+    /// ConfigMap namespace.
+    pub namespace: String,
+    /// Plugin configuration text (YAML or JSON), stored verbatim as `config.yaml`.
+    pub config: Option<String>,
+    /// Host settings text (YAML or JSON), stored verbatim as `settings.yaml`.
+    pub settings: Option<String>,
+    /// Compress the component with gzip.
+    pub gzip: bool,
+}
+
+impl PackOptions {
+    /// Options for `name` in the default namespace, no configuration, no settings, uncompressed.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            namespace: DEFAULT_NAMESPACE.to_owned(),
+            config: None,
+            settings: None,
+            gzip: false,
+        }
+    }
+}
+
+impl PackArgs {
+    /// Reads the component and the configuration and settings files.
+    pub fn load(&self) -> Result<(Vec<u8>, PackOptions)> {
+        let wasm = read(&self.file)?;
+        let config = self.config.as_deref().map(read_text).transpose()?;
+        let settings = self.settings.as_deref().map(read_text).transpose()?;
+        let options = PackOptions {
+            name: self.name.clone(),
+            namespace: self.namespace.clone(),
+            config,
+            settings,
+            gzip: self.gzip,
+        };
+        Ok((wasm, options))
+    }
+
+    /// Writes the manifest to `--output`, or to stdout when it is absent or `-`.
+    pub fn write_output(&self, manifest: &str) -> Result<()> {
+        match self.output.as_deref().filter(|path| *path != Path::new("-")) {
+            Some(path) => std::fs::write(path, manifest).map_err(|source| PackError::Write {
+                path: path.to_owned(),
+                source,
+            }),
+            None => {
+                let mut stdout = std::io::stdout().lock();
+                stdout
+                    .write_all(manifest.as_bytes())
+                    .and_then(|()| stdout.flush())
+                    .map_err(|source| PackError::Write {
+                        path: PathBuf::from("-"),
+                        source,
+                    })
+            }
+        }
+    }
+}
+
+/// Runs `plugin pack`: reads the inputs, packs them, writes the manifest.
+pub fn run(args: &PackArgs) -> std::result::Result<(), Box<dyn std::error::Error>> {
+    let (wasm, options) = args.load()?;
+    let manifest = pack(&wasm, &options)?;
+    args.write_output(&manifest)?;
+    Ok(())
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ConfigMapManifest<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: Metadata<'a>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    data: BTreeMap<&'static str, &'a str>,
+    binary_data: BTreeMap<&'static str, String>,
+}
+
+#[derive(Serialize)]
+struct Metadata<'a> {
+    name: &'a str,
+    namespace: &'a str,
+    labels: BTreeMap<&'static str, &'static str>,
+    annotations: BTreeMap<&'static str, String>,
+}
+
+/// Packs a component into a ConfigMap manifest (YAML, ready for `kubectl apply`).
+///
+/// The manifest carries the label `wasm-reconciler.io/plugin: "true"`, the annotation
+/// `wasm-reconciler.io/sha256` with the digest of the uncompressed component, the component in
+/// `binaryData` (`plugin.wasm`, or `plugin.wasm.gz` with `gzip`), and the configuration and settings in
+/// `data`. Refuses names that are not DNS-1123 labels, input that is not a WebAssembly component,
+/// documents that are not YAML, and content over the 1 MiB ConfigMap limit.
+pub fn pack(wasm: &[u8], options: &PackOptions) -> Result<String> {
+    check_dns_label(&options.name).map_err(|reason| PackError::InvalidName {
+        name: options.name.clone(),
+        reason,
+    })?;
+    check_dns_label(&options.namespace).map_err(|reason| PackError::InvalidNamespace {
+        namespace: options.namespace.clone(),
+        reason,
+    })?;
+    check_component(wasm)?;
+    let mut data = BTreeMap::new();
+    for (key, text) in [(CONFIG_KEY, &options.config), (SETTINGS_KEY, &options.settings)] {
+        if let Some(text) = text {
+            serde_yaml::from_str::<serde_yaml::Value>(text)
+                .map_err(|source| PackError::InvalidDocument { key, source })?;
+            data.insert(key, text.as_str());
+        }
+    }
+    let data_bytes: usize = data.values().map(|text| text.len()).sum();
+
+    let (key, stored) = if options.gzip {
+        (WASM_GZIP_KEY, gzip(wasm)?)
+    } else {
+        (WASM_KEY, wasm.to_vec())
+    };
+    let total_bytes = stored.len() + data_bytes;
+    if total_bytes > CONFIGMAP_LIMIT_BYTES {
+        let gzip_total_bytes = if options.gzip {
+            None
+        } else {
+            Some(gzip(wasm)?.len() + data_bytes)
+        };
+        return Err(PackError::TooLarge {
+            total_bytes,
+            wasm_bytes: stored.len(),
+            data_bytes,
+            gzip: options.gzip,
+            gzip_total_bytes,
+        });
+    }
+
+    let manifest = ConfigMapManifest {
+        api_version: "v1",
+        kind: "ConfigMap",
+        metadata: Metadata {
+            name: &options.name,
+            namespace: &options.namespace,
+            labels: BTreeMap::from([(PLUGIN_LABEL, "true")]),
+            annotations: BTreeMap::from([(SHA256_ANNOTATION, hex::encode(Sha256::digest(wasm)))]),
+        },
+        data,
+        binary_data: BTreeMap::from([(key, BASE64.encode(&stored))]),
+    };
+    let yaml = serde_yaml::to_string(&manifest).map_err(PackError::Serialize)?;
+    Ok(format!(
+        "# Generated by `wasm-reconciler plugin pack`; do not edit. Component: {} bytes{}.\n{yaml}",
+        wasm.len(),
+        if options.gzip { ", gzip-compressed" } else { "" }
+    ))
+}
+
+/// Checks the WebAssembly magic and the component layer bytes.
+fn check_component(wasm: &[u8]) -> Result<()> {
+    if wasm.len() < 8 || wasm[..4] != WASM_MAGIC {
+        return Err(PackError::NotWebAssembly);
+    }
+    let layer = [wasm[6], wasm[7]];
+    if layer != COMPONENT_LAYER {
+        return Err(PackError::NotComponent { layer });
+    }
+    Ok(())
+}
+
+/// Checks a DNS-1123 label: 1 to 63 of `[a-z0-9-]`, starting and ending alphanumeric.
+fn check_dns_label(name: &str) -> std::result::Result<(), &'static str> {
+    if name.is_empty() {
+        return Err("it is empty");
+    }
+    if name.len() > 63 {
+        return Err("it is longer than 63 characters");
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
+        return Err("it contains characters other than lowercase letters, digits and '-'");
+    }
+    if name.starts_with('-') || name.ends_with('-') {
+        return Err("it starts or ends with '-'");
+    }
+    Ok(())
+}
+
+fn gzip(bytes: &[u8]) -> Result<Vec<u8>> {
+    let mut encoder = GzEncoder::new(Vec::with_capacity(bytes.len() / 2), Compression::best());
+    encoder.write_all(bytes).map_err(PackError::Compress)?;
+    encoder.finish().map_err(PackError::Compress)
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|source| PackError::Read {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+fn read_text(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|source| PackError::Read {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use flate2::read::GzDecoder;
+
+    use super::*;
+
+    /// The smallest component: the preamble alone (magic, version 0x0d, layer 1).
+    const EMPTY_COMPONENT: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
+
+    /// A component-shaped payload of `len` bytes: the preamble, then bytes that do not compress.
+    fn component_of(len: usize) -> Vec<u8> {
+        let mut bytes = EMPTY_COMPONENT.to_vec();
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        while bytes.len() < len {
+            // xorshift64: deterministic, incompressible.
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            bytes.push(state as u8);
+        }
+        bytes
+    }
+
+    /// A component-shaped payload of `len` bytes that compresses well.
+    fn compressible_component_of(len: usize) -> Vec<u8> {
+        let mut bytes = EMPTY_COMPONENT.to_vec();
+        bytes.resize(len, b'a');
+        bytes
+    }
+
+    fn parse(manifest: &str) -> serde_yaml::Value {
+        serde_yaml::from_str(manifest).expect("the manifest is YAML")
+    }
+
+    fn field<'a>(value: &'a serde_yaml::Value, path: &[&str]) -> &'a serde_yaml::Value {
+        path.iter().fold(value, |value, key| {
+            value.get(*key).unwrap_or_else(|| panic!("no {key} in {value:?}"))
+        })
+    }
+
+    fn text<'a>(value: &'a serde_yaml::Value, path: &[&str]) -> &'a str {
+        field(value, path).as_str().expect("a string")
+    }
+
+    fn sha256_hex(bytes: &[u8]) -> String {
+        hex::encode(Sha256::digest(bytes))
+    }
+
+    #[test]
+    fn round_trip_uncompressed() {
+        let wasm = component_of(10_000);
+        let manifest = pack(&wasm, &PackOptions::new("webapp")).expect("packs");
+        assert!(manifest.starts_with("# Generated by `wasm-reconciler plugin pack`; do not edit."));
+        let value = parse(&manifest);
+        assert_eq!(text(&value, &["apiVersion"]), "v1");
+        assert_eq!(text(&value, &["kind"]), "ConfigMap");
+        assert_eq!(text(&value, &["metadata", "name"]), "webapp");
+        assert_eq!(text(&value, &["metadata", "namespace"]), "wasm-reconciler");
+        assert_eq!(text(&value, &["metadata", "labels", PLUGIN_LABEL]), "true");
+        assert_eq!(
+            text(&value, &["metadata", "annotations", SHA256_ANNOTATION]),
+            sha256_hex(&wasm)
+        );
+        let decoded = BASE64.decode(text(&value, &["binaryData", WASM_KEY])).expect("base64");
+        assert_eq!(decoded, wasm);
+        assert!(value.get("data").is_none(), "no data without configuration or settings");
+        assert_eq!(field(&value, &["binaryData"]).as_mapping().map(|m| m.len()), Some(1));
+    }
+
+    #[test]
+    fn round_trip_gzip() {
+        let wasm = compressible_component_of(200_000);
+        let options = PackOptions {
+            gzip: true,
+            ..PackOptions::new("configmapset")
+        };
+        let manifest = pack(&wasm, &options).expect("packs");
+        let value = parse(&manifest);
+        assert!(field(&value, &["binaryData"]).get(WASM_KEY).is_none());
+        let compressed = BASE64
+            .decode(text(&value, &["binaryData", WASM_GZIP_KEY]))
+            .expect("base64");
+        assert!(
+            compressed.len() < wasm.len() / 10,
+            "compressed to {} bytes",
+            compressed.len()
+        );
+        let mut decompressed = Vec::new();
+        GzDecoder::new(compressed.as_slice())
+            .read_to_end(&mut decompressed)
+            .expect("gunzip");
+        assert_eq!(decompressed, wasm);
+        assert_eq!(
+            text(&value, &["metadata", "annotations", SHA256_ANNOTATION]),
+            sha256_hex(&decompressed),
+            "the digest is of the uncompressed component"
+        );
+    }
+
+    #[test]
+    fn configuration_and_settings_are_stored_verbatim() {
+        let config = "# replicas per set\nprefix: demo\nlabels:\n  team: platform\n";
+        let settings = "{\"memoryLimitMiB\": 32, \"concurrency\": 4}";
+        let options = PackOptions {
+            namespace: "operators".to_owned(),
+            config: Some(config.to_owned()),
+            settings: Some(settings.to_owned()),
+            ..PackOptions::new("cms")
+        };
+        let value = parse(&pack(&EMPTY_COMPONENT, &options).expect("packs"));
+        assert_eq!(text(&value, &["metadata", "namespace"]), "operators");
+        assert_eq!(text(&value, &["data", CONFIG_KEY]), config);
+        assert_eq!(text(&value, &["data", SETTINGS_KEY]), settings);
+    }
+
+    #[test]
+    fn a_document_that_is_not_yaml_is_refused() {
+        let options = PackOptions {
+            config: Some("key: [unclosed".to_owned()),
+            ..PackOptions::new("p")
+        };
+        let error = pack(&EMPTY_COMPONENT, &options).expect_err("refused");
+        assert!(
+            matches!(error, PackError::InvalidDocument { key: CONFIG_KEY, .. }),
+            "{error:?}"
+        );
+        assert_eq!(error.to_string(), "the config.yaml content is not valid YAML or JSON");
+    }
+
+    #[test]
+    fn exactly_the_limit_fits() {
+        let data = "x: 1\n";
+        let wasm = component_of(CONFIGMAP_LIMIT_BYTES - data.len());
+        let options = PackOptions {
+            config: Some(data.to_owned()),
+            ..PackOptions::new("p")
+        };
+        assert!(pack(&wasm, &options).is_ok());
+    }
+
+    #[test]
+    fn over_the_limit_is_refused_with_the_sizes() {
+        let data = "x: 1\n";
+        let wasm = component_of(CONFIGMAP_LIMIT_BYTES - data.len() + 1);
+        let options = PackOptions {
+            config: Some(data.to_owned()),
+            ..PackOptions::new("p")
+        };
+        let error = pack(&wasm, &options).expect_err("refused");
+        let PackError::TooLarge {
+            total_bytes,
+            wasm_bytes,
+            data_bytes,
+            gzip,
+            gzip_total_bytes,
+        } = error
+        else {
+            panic!("{error:?}");
+        };
+        assert_eq!(
+            (total_bytes, wasm_bytes, data_bytes, gzip),
+            (1_048_577, 1_048_572, 5, false)
+        );
+        let gzip_total = gzip_total_bytes.expect("the compressed size is computed");
+        assert!(gzip_total > CONFIGMAP_LIMIT_BYTES, "random bytes do not compress");
+        let message = pack(&wasm, &options).expect_err("refused").to_string();
+        assert!(message.starts_with(
+            "the ConfigMap would hold 1048577 bytes (component 1048572 + data 5), over the 1048576-byte (1 MiB) limit"
+        ), "{message}");
+        assert!(message.contains("even with --gzip"), "{message}");
+        assert!(!message.contains("and fit"), "{message}");
+    }
+
+    #[test]
+    fn over_the_limit_suggests_gzip_when_that_would_fit() {
+        let wasm = compressible_component_of(2 * CONFIGMAP_LIMIT_BYTES);
+        let error = pack(&wasm, &PackOptions::new("p")).expect_err("refused");
+        let message = error.to_string();
+        assert!(message.contains("with --gzip it would hold"), "{message}");
+        assert!(message.ends_with("bytes and fit"), "{message}");
+        let PackError::TooLarge {
+            gzip_total_bytes: Some(compressed),
+            ..
+        } = error
+        else {
+            panic!("{error:?}")
+        };
+        assert!(compressed <= CONFIGMAP_LIMIT_BYTES);
+
+        let options = PackOptions {
+            gzip: true,
+            ..PackOptions::new("p")
+        };
+        assert!(pack(&wasm, &options).is_ok(), "and with --gzip it does fit");
+    }
+
+    #[test]
+    fn compressed_but_still_too_large_is_refused() {
+        let wasm = component_of(CONFIGMAP_LIMIT_BYTES + 100);
+        let options = PackOptions {
+            gzip: true,
+            ..PackOptions::new("p")
+        };
+        let error = pack(&wasm, &options).expect_err("refused");
+        assert!(
+            matches!(
+                error,
+                PackError::TooLarge {
+                    gzip: true,
+                    gzip_total_bytes: None,
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains("(compressed component "), "{error}");
+    }
+
+    #[test]
+    fn names_must_be_dns_labels() {
+        for (name, reason) in [
+            ("", "it is empty"),
+            (
+                "WebApp",
+                "it contains characters other than lowercase letters, digits and '-'",
+            ),
+            (
+                "web_app",
+                "it contains characters other than lowercase letters, digits and '-'",
+            ),
+            (
+                "web.app",
+                "it contains characters other than lowercase letters, digits and '-'",
+            ),
+            ("-webapp", "it starts or ends with '-'"),
+            ("webapp-", "it starts or ends with '-'"),
+        ] {
+            let error = pack(&EMPTY_COMPONENT, &PackOptions::new(name)).expect_err(name);
+            assert!(
+                matches!(&error, PackError::InvalidName { reason: r, .. } if *r == reason),
+                "{name:?}: {error:?}"
+            );
+        }
+        let long = "a".repeat(64);
+        let error = pack(&EMPTY_COMPONENT, &PackOptions::new(long)).expect_err("too long");
+        assert!(error.to_string().contains("longer than 63 characters"), "{error}");
+        for name in ["a", "webapp", "web-app-2", "0day", &"a".repeat(63)] {
+            assert!(pack(&EMPTY_COMPONENT, &PackOptions::new(name)).is_ok(), "{name:?}");
+        }
+    }
+
+    #[test]
+    fn namespaces_must_be_dns_labels() {
+        let options = PackOptions {
+            namespace: "Kube_System".to_owned(),
+            ..PackOptions::new("p")
+        };
+        let error = pack(&EMPTY_COMPONENT, &options).expect_err("refused");
+        assert!(matches!(error, PackError::InvalidNamespace { .. }), "{error:?}");
+    }
+
+    #[test]
+    fn input_that_is_not_wasm_is_refused() {
+        for input in [
+            &b""[..],
+            b"\0asm",
+            b"#!/bin/sh\necho hi\n",
+            b"PK\x03\x04zip file contents",
+        ] {
+            let error = pack(input, &PackOptions::new("p")).expect_err("refused");
+            assert!(matches!(error, PackError::NotWebAssembly), "{input:?}: {error:?}");
+        }
+    }
+
+    #[test]
+    fn a_core_module_is_refused() {
+        let core_module = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
+        let error = pack(&core_module, &PackOptions::new("p")).expect_err("refused");
+        assert!(matches!(error, PackError::NotComponent { layer: [0, 0] }), "{error:?}");
+        assert!(error.to_string().contains("not a component"), "{error}");
+    }
+
+    #[test]
+    fn run_reads_the_files_and_writes_the_manifest() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let wasm_path = dir.path().join("plugin.wasm");
+        let config_path = dir.path().join("config.json");
+        let output_path = dir.path().join("plugin.yaml");
+        let wasm = component_of(4096);
+        std::fs::write(&wasm_path, &wasm).expect("write wasm");
+        std::fs::write(&config_path, "{\"prefix\": \"demo\"}").expect("write config");
+        let args = PackArgs {
+            file: wasm_path,
+            name: "demo".to_owned(),
+            namespace: DEFAULT_NAMESPACE.to_owned(),
+            config: Some(config_path),
+            settings: None,
+            gzip: true,
+            output: Some(output_path.clone()),
+        };
+        run(&args).expect("packs");
+        let value = parse(&std::fs::read_to_string(&output_path).expect("manifest written"));
+        assert_eq!(text(&value, &["data", CONFIG_KEY]), "{\"prefix\": \"demo\"}");
+        assert_eq!(
+            text(&value, &["metadata", "annotations", SHA256_ANNOTATION]),
+            sha256_hex(&wasm)
+        );
+    }
+
+    #[test]
+    fn a_missing_input_file_is_named() {
+        let args = PackArgs {
+            file: PathBuf::from("/nonexistent/plugin.wasm"),
+            name: "p".to_owned(),
+            namespace: DEFAULT_NAMESPACE.to_owned(),
+            config: None,
+            settings: None,
+            gzip: false,
+            output: None,
+        };
+        let error = args.load().expect_err("missing");
+        assert!(matches!(error, PackError::Read { .. }), "{error:?}");
+        assert_eq!(error.to_string(), "reading /nonexistent/plugin.wasm");
+    }
+
+    #[test]
+    fn clap_parses_the_documented_flags() {
+        use clap::Parser;
+
+        #[derive(Debug, Parser)]
+        struct Command {
+            #[command(flatten)]
+            pack: PackArgs,
+        }
+
+        let parsed = Command::try_parse_from([
+            "pack",
+            "p.wasm",
+            "--name",
+            "webapp",
+            "--config",
+            "c.yaml",
+            "--settings",
+            "s.yaml",
+            "--gzip",
+            "-o",
+            "o.yaml",
+        ])
+        .expect("parses");
+        assert_eq!(parsed.pack.file, PathBuf::from("p.wasm"));
+        assert_eq!(parsed.pack.name, "webapp");
+        assert_eq!(parsed.pack.namespace, DEFAULT_NAMESPACE);
+        assert_eq!(parsed.pack.config, Some(PathBuf::from("c.yaml")));
+        assert_eq!(parsed.pack.settings, Some(PathBuf::from("s.yaml")));
+        assert!(parsed.pack.gzip);
+        assert_eq!(parsed.pack.output, Some(PathBuf::from("o.yaml")));
+        assert!(
+            Command::try_parse_from(["pack", "p.wasm"]).is_err(),
+            "--name is required"
+        );
+    }
+}

@@ -1,0 +1,150 @@
+//! Liveness and readiness: the flags the host sets as it starts, syncs, wins or loses the Lease, and stops.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Why the host is not ready; the text is the one-line body `/readyz` answers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NotReady {
+    /// The informer caches have not finished their initial list.
+    #[error("caches not synced")]
+    CachesNotSynced,
+    /// Leader election is on and another replica holds the Lease.
+    #[error("not the leader")]
+    NotLeader,
+}
+
+/// The host's health flags. Cheap to clone: every clone shares the same flags.
+///
+/// A fresh `Health` is live, not synced, not the leader, with leader election off. Ready means synced and,
+/// when leader election is on, holding the Lease.
+#[derive(Debug, Clone)]
+pub struct Health {
+    flags: Arc<HealthFlags>,
+}
+
+#[derive(Debug)]
+struct HealthFlags {
+    live: AtomicBool,
+    synced: AtomicBool,
+    leader: AtomicBool,
+    leader_election: AtomicBool,
+}
+
+impl Default for Health {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Health {
+    /// Live, not yet synced, not the leader, leader election off.
+    pub fn new() -> Self {
+        Self {
+            flags: Arc::new(HealthFlags {
+                live: AtomicBool::new(true),
+                synced: AtomicBool::new(false),
+                leader: AtomicBool::new(false),
+                leader_election: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Sets liveness; `/healthz` fails while it is false (the host is wedged or shutting down).
+    pub fn set_live(&self, live: bool) {
+        self.flags.live.store(live, Ordering::Release);
+    }
+
+    /// Sets whether the informer caches finished their initial list.
+    pub fn set_synced(&self, synced: bool) {
+        self.flags.synced.store(synced, Ordering::Release);
+    }
+
+    /// Sets whether this replica holds the leader Lease.
+    pub fn set_leader(&self, leader: bool) {
+        self.flags.leader.store(leader, Ordering::Release);
+    }
+
+    /// Sets whether leader election is on; when it is off, readiness does not wait for the Lease.
+    pub fn set_leader_election(&self, enabled: bool) {
+        self.flags.leader_election.store(enabled, Ordering::Release);
+    }
+
+    /// Whether the host is live.
+    pub fn is_live(&self) -> bool {
+        self.flags.live.load(Ordering::Acquire)
+    }
+
+    /// Ready, or the first reason it is not: caches are checked before leadership.
+    pub fn readiness(&self) -> Result<(), NotReady> {
+        let flags = &self.flags;
+        if !flags.synced.load(Ordering::Acquire) {
+            return Err(NotReady::CachesNotSynced);
+        }
+        if flags.leader_election.load(Ordering::Acquire) && !flags.leader.load(Ordering::Acquire) {
+            return Err(NotReady::NotLeader);
+        }
+        Ok(())
+    }
+
+    /// Whether the host is ready.
+    pub fn is_ready(&self) -> bool {
+        self.readiness().is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fresh_host_is_live_but_not_ready() {
+        let health = Health::new();
+        assert!(health.is_live());
+        assert_eq!(health.readiness(), Err(NotReady::CachesNotSynced));
+    }
+
+    #[test]
+    fn without_leader_election_synced_means_ready() {
+        let health = Health::new();
+        health.set_synced(true);
+        assert_eq!(health.readiness(), Ok(()));
+    }
+
+    #[test]
+    fn with_leader_election_only_the_leader_is_ready() {
+        let health = Health::new();
+        health.set_leader_election(true);
+        health.set_synced(true);
+        assert_eq!(health.readiness(), Err(NotReady::NotLeader));
+        health.set_leader(true);
+        assert!(health.is_ready());
+        health.set_leader(false);
+        assert_eq!(health.readiness(), Err(NotReady::NotLeader));
+    }
+
+    #[test]
+    fn unsynced_caches_are_reported_before_leadership() {
+        let health = Health::new();
+        health.set_leader_election(true);
+        assert_eq!(health.readiness(), Err(NotReady::CachesNotSynced));
+        health.set_leader(true);
+        assert_eq!(health.readiness(), Err(NotReady::CachesNotSynced));
+    }
+
+    #[test]
+    fn clones_share_the_flags() {
+        let health = Health::new();
+        let clone = health.clone();
+        clone.set_live(false);
+        clone.set_synced(true);
+        assert!(!health.is_live());
+        assert!(health.is_ready());
+    }
+
+    #[test]
+    fn reasons_read_as_one_line() {
+        assert_eq!(NotReady::CachesNotSynced.to_string(), "caches not synced");
+        assert_eq!(NotReady::NotLeader.to_string(), "not the leader");
+    }
+}
