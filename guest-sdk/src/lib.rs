@@ -51,7 +51,13 @@
 #![warn(missing_docs)]
 
 #[doc(hidden)]
-#[allow(unsafe_code, missing_docs, missing_debug_implementations, unused_qualifications, clippy::all)]
+#[allow(
+    unsafe_code,
+    missing_docs,
+    missing_debug_implementations,
+    unused_qualifications,
+    clippy::all
+)]
 pub mod bindings;
 #[doc(hidden)]
 pub mod component;

@@ -130,10 +130,36 @@ impl WorldView {
     where
         K: k8s_openapi::Resource + DeserializeOwned,
     {
-        let kind = Gvk::of::<K>();
-        self.children_of_kind(&kind)
+        self.children_as(&Gvk::of::<K>())
+    }
+
+    /// Observed children of `kind`, deserialised into your own serde type.
+    ///
+    /// A type with only the fields you need keeps the component small: deserialising a full
+    /// k8s-openapi object pulls in code for every one of its fields.
+    ///
+    /// ```
+    /// use serde::Deserialize;
+    /// use serde_json::json;
+    /// use wasm_reconciler_sdk::{Gvk, WorldView};
+    ///
+    /// #[derive(Deserialize)]
+    /// struct DeploymentStatusOnly {
+    ///     status: Option<serde_json::Value>,
+    /// }
+    ///
+    /// # fn main() -> Result<(), wasm_reconciler_sdk::Error> {
+    /// let view = WorldView::new(json!({"metadata": {"name": "web"}}))
+    ///     .with_child(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}}));
+    /// let deployments: Vec<DeploymentStatusOnly> = view.children_as(&Gvk::new("apps", "v1", "Deployment"))?;
+    /// assert!(deployments[0].status.is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn children_as<T: DeserializeOwned>(&self, kind: &Gvk) -> Result<Vec<T>, Error> {
+        self.children_of_kind(kind)
             .map(|child| {
-                K::deserialize(child).map_err(|error| {
+                T::deserialize(child).map_err(|error| {
                     let name = child.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("?");
                     Error::from(error).context(format_args!("reading child {kind} {name}"))
                 })

@@ -6,11 +6,13 @@
 //! (slow start). Status reports observed and ready replicas with `Ready` and `Progressing` conditions; a
 //! finalizer drains the children in bursts before the set goes away.
 
+pub mod config_map;
 pub mod replicas;
 pub mod resource;
 
-use k8s_openapi::api::core::v1::ConfigMap;
 use serde::Deserialize;
+
+use crate::config_map::ConfigMapObject;
 use wasm_reconciler_sdk::{ControllerSpec, Error, Gvk, Outcome, Reconciler, WorldView, ensure};
 
 #[cfg(feature = "crd")]
@@ -30,7 +32,7 @@ struct ConfigMapSetObject {
 impl Reconciler for ConfigMapSetReconciler {
     fn describe() -> ControllerSpec {
         ControllerSpec::new(Gvk::new(resource::GROUP, resource::VERSION, resource::KIND))
-            .owns_kind::<ConfigMap>()
+            .owns(config_map_kind())
             .finalizer(resource::FINALIZER)
     }
 
@@ -42,13 +44,18 @@ impl Reconciler for ConfigMapSetReconciler {
             spec.replicas
         );
         ensure!(spec.burst >= 1, "spec.burst must be at least 1, got {}", spec.burst);
-        let observed: Vec<ConfigMap> = view.children()?;
+        let observed: Vec<ConfigMapObject> = view.children_as(&config_map_kind())?;
         Ok(if view.deleting() {
             replicas::drain(view.name(), &spec, &observed)
         } else {
             replicas::converge(view.name(), &spec, &observed)
         })
     }
+}
+
+/// Core `v1` ConfigMap, the kind of every child.
+fn config_map_kind() -> Gvk {
+    Gvk::new("", "v1", "ConfigMap")
 }
 
 wasm_reconciler_sdk::export_reconciler!(ConfigMapSetReconciler);

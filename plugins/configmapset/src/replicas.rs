@@ -3,10 +3,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use wasm_reconciler_sdk::{Condition, Event, Outcome};
 
+use crate::config_map::ConfigMapObject;
 use crate::resource::{ConfigMapSetSpec, ConfigMapSetStatus, SET_LABEL};
 
 /// Delay before the next round while creations or deletions remain beyond this round's burst.
@@ -19,7 +18,7 @@ pub const REQUEUE_WHILE_CONVERGING: Duration = Duration::from_millis(100);
 /// indexes first), and at most `burst` excess children are left out and so deleted (names that are not
 /// replicas first, then the highest indexes). Excess children kept for a later round are carried over
 /// unchanged.
-pub fn converge(set_name: &str, spec: &ConfigMapSetSpec, observed: &[ConfigMap]) -> Outcome {
+pub fn converge(set_name: &str, spec: &ConfigMapSetSpec, observed: &[ConfigMapObject]) -> Outcome {
     let replicas = u32::try_from(spec.replicas).unwrap_or(0);
     let burst = burst(spec);
     let mut outcome = Outcome::new().delete_all_children();
@@ -28,10 +27,7 @@ pub fn converge(set_name: &str, spec: &ConfigMapSetSpec, observed: &[ConfigMap])
     let mut drifted = 0_usize;
     for index in 0..replicas {
         let name = child_name(set_name, index);
-        match observed
-            .iter()
-            .find(|child| child.metadata.name.as_deref() == Some(name.as_str()))
-        {
+        match observed.iter().find(|child| child.metadata.name == name) {
             Some(child) => {
                 drifted += usize::from(!matches_template(set_name, spec, child));
                 outcome = outcome.child(&desired_child(set_name, spec, index));
@@ -93,7 +89,7 @@ pub fn converge(set_name: &str, spec: &ConfigMapSetSpec, observed: &[ConfigMap])
 
 /// One reconcile round of a set being deleted: deletes up to `burst` children (highest indexes first),
 /// keeps the rest, and reports `finalized` only once no child is observed.
-pub fn drain(set_name: &str, spec: &ConfigMapSetSpec, observed: &[ConfigMap]) -> Outcome {
+pub fn drain(set_name: &str, spec: &ConfigMapSetSpec, observed: &[ConfigMapObject]) -> Outcome {
     let status = observed_status(set_name, spec, observed);
     let outcome = Outcome::new().status(&status).condition(Condition::status_false(
         "Ready",
@@ -140,36 +136,34 @@ pub fn child_index(set_name: &str, child_name: &str) -> Option<u32> {
 }
 
 /// The full desired replica `index`: template labels plus the set label, template annotations and data.
-pub fn desired_child(set_name: &str, spec: &ConfigMapSetSpec, index: u32) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(child_name(set_name, index)),
-            labels: Some(desired_labels(set_name, spec)),
-            annotations: (!spec.template.metadata.annotations.is_empty())
-                .then(|| spec.template.metadata.annotations.clone()),
-            ..ObjectMeta::default()
-        },
-        data: Some(spec.template.data.clone()),
-        ..ConfigMap::default()
-    }
+pub fn desired_child(set_name: &str, spec: &ConfigMapSetSpec, index: u32) -> ConfigMapObject {
+    let mut child = ConfigMapObject::named(child_name(set_name, index));
+    child.metadata.labels = desired_labels(set_name, spec);
+    child.metadata.annotations = spec.template.metadata.annotations.clone();
+    child.data = spec.template.data.clone();
+    child
 }
 
 /// Whether an observed child carries every desired label, annotation and data entry.
 ///
 /// Extra entries do not count as drift: under server-side apply they belong to other field managers.
-pub fn matches_template(set_name: &str, spec: &ConfigMapSetSpec, child: &ConfigMap) -> bool {
-    contains_all(child.metadata.labels.as_ref(), &desired_labels(set_name, spec))
-        && contains_all(child.metadata.annotations.as_ref(), &spec.template.metadata.annotations)
-        && contains_all(child.data.as_ref(), &spec.template.data)
+pub fn matches_template(set_name: &str, spec: &ConfigMapSetSpec, child: &ConfigMapObject) -> bool {
+    contains_all(&child.metadata.labels, &desired_labels(set_name, spec))
+        && contains_all(&child.metadata.annotations, &spec.template.metadata.annotations)
+        && contains_all(&child.data, &spec.template.data)
 }
 
 /// Children that are not desired replicas, in the order they are deleted: names that are not replicas
 /// of this set first (by name), then the highest indexes.
-pub fn scale_down_order<'a>(set_name: &str, replicas: u32, observed: &'a [ConfigMap]) -> Vec<&'a ConfigMap> {
-    let mut excess: Vec<(Option<u32>, &str, &ConfigMap)> = observed
+pub fn scale_down_order<'a>(
+    set_name: &str,
+    replicas: u32,
+    observed: &'a [ConfigMapObject],
+) -> Vec<&'a ConfigMapObject> {
+    let mut excess: Vec<(Option<u32>, &str, &ConfigMapObject)> = observed
         .iter()
         .filter_map(|child| {
-            let name = child.metadata.name.as_deref().unwrap_or_default();
+            let name = child.metadata.name.as_str();
             let index = child_index(set_name, name);
             (index.is_none_or(|index| index >= replicas)).then_some((index, name, child))
         })
@@ -184,7 +178,7 @@ pub fn scale_down_order<'a>(set_name: &str, replicas: u32, observed: &'a [Config
 }
 
 /// Status from what was observed: children seen and children matching the template.
-pub fn observed_status(set_name: &str, spec: &ConfigMapSetSpec, observed: &[ConfigMap]) -> ConfigMapSetStatus {
+pub fn observed_status(set_name: &str, spec: &ConfigMapSetSpec, observed: &[ConfigMapObject]) -> ConfigMapSetStatus {
     let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
     ConfigMapSetStatus {
         replicas: count(observed.len()),
@@ -215,18 +209,13 @@ fn progressing(missing: usize, excess: usize, drifted: usize) -> Condition {
 }
 
 /// An excess child kept for a later round, as observed (only the fields this plugin manages).
-fn carried_over(child: &ConfigMap) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: child.metadata.name.clone(),
-            labels: child.metadata.labels.clone(),
-            annotations: child.metadata.annotations.clone(),
-            ..ObjectMeta::default()
-        },
-        data: child.data.clone(),
-        binary_data: child.binary_data.clone(),
-        ..ConfigMap::default()
-    }
+fn carried_over(child: &ConfigMapObject) -> ConfigMapObject {
+    let mut kept = ConfigMapObject::named(child.metadata.name.clone());
+    kept.metadata.labels = child.metadata.labels.clone();
+    kept.metadata.annotations = child.metadata.annotations.clone();
+    kept.data = child.data.clone();
+    kept.binary_data = child.binary_data.clone();
+    kept
 }
 
 fn desired_labels(set_name: &str, spec: &ConfigMapSetSpec) -> BTreeMap<String, String> {
@@ -235,10 +224,8 @@ fn desired_labels(set_name: &str, spec: &ConfigMapSetSpec) -> BTreeMap<String, S
     labels
 }
 
-fn contains_all(actual: Option<&BTreeMap<String, String>>, expected: &BTreeMap<String, String>) -> bool {
-    expected
-        .iter()
-        .all(|(key, value)| actual.and_then(|actual| actual.get(key)) == Some(value))
+fn contains_all(actual: &BTreeMap<String, String>, expected: &BTreeMap<String, String>) -> bool {
+    expected.iter().all(|(key, value)| actual.get(key) == Some(value))
 }
 
 fn burst(spec: &ConfigMapSetSpec) -> usize {

@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use serde::{Deserialize, Serialize};
 
 /// API group of `WebApp`.
@@ -76,8 +75,14 @@ pub struct WebAppStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// `Ready` (and the host's `Reconciled`); written by the host.
+    // Plain JSON at run time: the plugin never reads them, and typed `metav1.Condition`s would pull
+    // timestamp code into the component; the schema still describes them fully.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub conditions: Option<Vec<Condition>>,
+    #[cfg_attr(
+        feature = "crd",
+        schemars(with = "Option<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>>")
+    )]
+    pub conditions: Option<Vec<serde_json::Value>>,
 }
 
 fn default_replicas() -> i32 {

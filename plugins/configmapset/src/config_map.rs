@@ -1,0 +1,55 @@
+//! A ConfigMap as this plugin reads and writes it: only the fields it manages.
+//!
+//! Deliberately not `k8s_openapi::api::core::v1::ConfigMap`: its metadata carries timestamps whose
+//! (de)serialisation pulls a date-time library into the component, more than doubling its size, for
+//! fields this plugin never touches. The webapp plugin shows the k8s-openapi style.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// A core `v1` ConfigMap, reduced to name, labels, annotations and data.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigMapObject {
+    /// Always `v1`.
+    pub api_version: String,
+    /// Always `ConfigMap`.
+    pub kind: String,
+    /// Name, labels and annotations.
+    pub metadata: ConfigMapMetadata,
+    /// Text entries.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub data: BTreeMap<String, String>,
+    /// Binary entries, base64 text passed through unchanged.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub binary_data: BTreeMap<String, String>,
+}
+
+/// The metadata fields this plugin manages.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct ConfigMapMetadata {
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.labels`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// `metadata.annotations`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+impl ConfigMapObject {
+    /// A ConfigMap with `apiVersion: v1`, `kind: ConfigMap` and this name.
+    pub fn named(name: impl Into<String>) -> Self {
+        Self {
+            api_version: "v1".to_owned(),
+            kind: "ConfigMap".to_owned(),
+            metadata: ConfigMapMetadata {
+                name: name.into(),
+                ..ConfigMapMetadata::default()
+            },
+            ..Self::default()
+        }
+    }
+}
