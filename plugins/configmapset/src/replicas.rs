@@ -56,8 +56,9 @@ pub fn converge(set_name: &str, spec: &ConfigMapSetSpec, observed: &[ConfigMapOb
             ready,
             if ready { "ReplicasReady" } else { "ReplicasNotReady" },
             format!(
-                "{}/{} ConfigMaps match the template, {} excess",
+                "{} of {} observed ConfigMaps match the template; {} desired, {} excess",
                 status.ready_replicas,
+                status.replicas,
                 spec.replicas,
                 excess.len()
             ),
