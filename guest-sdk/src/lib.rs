@@ -74,6 +74,13 @@ pub mod wire;
 mod world_view;
 
 pub use condition::{Condition, ConditionStatus};
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExamples;
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/plugin-guide.md")]
+struct PluginGuideExamples;
+
 pub use controller_spec::ControllerSpec;
 pub use error::Error;
 pub use event::{Event, EventType};
