@@ -79,11 +79,15 @@ impl Outcome {
         self
     }
 
-    /// Adds desired children. Declares a desired set even when `children` is empty, which deletes every
-    /// owned child.
-    pub fn children<'a, T: Serialize + 'a>(mut self, children: impl IntoIterator<Item = &'a T>) -> Self {
+    /// Adds desired children, owned or borrowed (`&Vec<ConfigMap>`, `iter().map(build)`, ...). Declares a
+    /// desired set even when `children` is empty, which deletes every owned child.
+    pub fn children<I>(mut self, children: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Serialize,
+    {
         self.children.get_or_insert_with(Vec::new);
-        children.into_iter().fold(self, Self::child)
+        children.into_iter().fold(self, |outcome, child| outcome.child(&child))
     }
 
     /// Declares an empty desired set: the host deletes every owned child.
@@ -261,15 +265,18 @@ mod tests {
 
     #[test]
     fn empty_children_iterator_declares_an_empty_set() {
-        let outcome = Outcome::new().children::<ConfigMap>([]);
+        let outcome = Outcome::new().children(Vec::<ConfigMap>::new());
         assert_eq!(outcome.desired_children(), Some(&[][..]));
         assert_eq!(Outcome::new().delete_all_children().desired_children(), Some(&[][..]));
     }
 
     #[test]
     fn children_keep_their_order() {
-        let maps = [config_map("a"), config_map("b")];
-        let outcome = Outcome::new().children(&maps).child(&config_map("c"));
+        let borrowed = [config_map("a")];
+        let outcome = Outcome::new()
+            .children(&borrowed)
+            .children(["b"].map(config_map))
+            .child(&config_map("c"));
         let names: Vec<_> = outcome
             .desired_children()
             .unwrap()
