@@ -15,7 +15,7 @@ pub struct ApiError {
     /// `Status.message`, the text kubectl prints.
     pub message: String,
     /// `Status.details`, when there is something to say.
-    pub details: Option<Value>,
+    pub details: Option<Box<Value>>,
 }
 
 /// Result of an API operation.
@@ -68,7 +68,7 @@ impl ApiError {
 
     /// Attach `Status.details`.
     pub fn with_details(mut self, details: Value) -> Self {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
         self
     }
 
@@ -199,7 +199,7 @@ impl ApiError {
         status.insert("message".into(), Value::String(self.message.clone()));
         status.insert("reason".into(), Value::String(self.reason.clone()));
         if let Some(details) = &self.details {
-            status.insert("details".into(), details.clone());
+            status.insert("details".into(), (**details).clone());
         }
         status.insert("code".into(), json!(self.code));
         Value::Object(status)

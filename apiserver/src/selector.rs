@@ -208,7 +208,7 @@ impl LabelSelector {
                         if matches!(operator, Operator::GreaterThan | Operator::LessThan)
                             && value.parse::<i64>().is_err()
                         {
-                            return Err(err(&format!("for 'Gt', 'Lt' operators, the value must be an integer")));
+                            return Err(err("for 'Gt', 'Lt' operators, the value must be an integer"));
                         }
                         if !valid_label_value(&value) {
                             return Err(err(&format!(

@@ -293,6 +293,21 @@ pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
     }
 }
 
+impl CustomVersion {
+    /// Compile the per-version schema pieces of a CRD version.
+    pub fn new(crd_name: String, schema: Option<Value>, printer_columns: Vec<PrinterColumn>) -> Self {
+        let structural = schema
+            .as_ref()
+            .and_then(|s| crate::schema::Structural::from_openapi_v3(s).ok());
+        CustomVersion {
+            crd_name,
+            schema,
+            structural,
+            printer_columns,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,20 +329,5 @@ mod tests {
         let new_events = registry.lookup("events.k8s.io", "v1", "events").unwrap();
         let core_events = registry.lookup("", "v1", "events").unwrap();
         assert_eq!(new_events.storage, core_events.storage);
-    }
-}
-
-impl CustomVersion {
-    /// Compile the per-version schema pieces of a CRD version.
-    pub fn new(crd_name: String, schema: Option<Value>, printer_columns: Vec<PrinterColumn>) -> Self {
-        let structural = schema
-            .as_ref()
-            .and_then(|s| crate::schema::Structural::from_openapi_v3(s).ok());
-        CustomVersion {
-            crd_name,
-            schema,
-            structural,
-            printer_columns,
-        }
     }
 }

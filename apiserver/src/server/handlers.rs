@@ -207,9 +207,7 @@ fn parse_object(parts: &Parts, bytes: &[u8]) -> ApiResult<Value> {
         return Err(ApiError::new(
             415,
             "UnsupportedMediaType",
-            format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml"
-            ),
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
         ));
     };
     if !value.is_object() {

@@ -38,6 +38,9 @@ pub enum StorageError {
     },
 }
 
+/// An opened database with its objects and revision counter.
+pub(super) type Opened = (Durable, Vec<(ObjectKey, Value)>, u64);
+
 /// The open database.
 pub(super) struct Durable {
     db: Database,
@@ -67,7 +70,7 @@ fn decode(text: &str) -> Option<ObjectKey> {
 
 impl Durable {
     /// Open (or create) `dir/store.redb` and read every object and the revision counter.
-    pub(super) fn open(dir: &Path) -> Result<(Durable, Vec<(ObjectKey, Value)>, u64), StorageError> {
+    pub(super) fn open(dir: &Path) -> Result<Opened, StorageError> {
         std::fs::create_dir_all(dir).map_err(|source| StorageError::CreateDir {
             path: dir.display().to_string(),
             source,

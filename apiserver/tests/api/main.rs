@@ -1,0 +1,13 @@
+//! Integration tests of the API server through the `kube` client (in-process) and the real `kubectl`
+//! (over HTTP), in one binary.
+
+mod support;
+
+mod crd;
+mod crud;
+mod durable;
+mod faults;
+mod gc;
+mod kubectl;
+mod server_side_apply;
+mod watch;
