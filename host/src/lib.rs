@@ -1,10 +1,16 @@
 //! wasm-reconciler: a Kubernetes controller host that runs reconcile logic compiled to WebAssembly components.
 //!
-//! The crate is laid out along the data flow: [`plugin`] turns wasm bytes into callable, sandboxed plugins;
-//! [`cli`] is the command line.
+//! The crate is laid out along the data flow: [`delivery`] brings plugin packages from a directory or
+//! ConfigMaps; [`plugin`] turns wasm bytes into callable, sandboxed plugins; [`runtime`] runs one controller per
+//! plugin on shared caches and a workqueue; [`apply`] turns outcomes into API writes; [`telemetry`] exposes
+//! metrics and health; [`cli`] is the command line.
 
+pub mod apply;
 pub mod cli;
+pub mod delivery;
 pub mod plugin;
+pub mod runtime;
+pub mod telemetry;
 
 /// Formats an error with its whole chain of causes: `outer: middle: root`.
 pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {

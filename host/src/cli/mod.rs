@@ -1,7 +1,11 @@
 //! The `wasm-reconciler` command line: argument parsing, logging set-up and dispatch to the library.
 
+mod dev;
 mod inspect;
+mod pack;
 mod render;
+mod run;
+pub mod serve;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -47,6 +51,13 @@ pub enum Command {
     /// Exits 1 when the plugin fails (its own error, a trap, a timeout, memory exhaustion, an invalid
     /// outcome) and prints the typed error.
     Render(render::RenderArgs),
+    /// Run the host against a cluster: plugins from ConfigMaps (and a directory), leader election, metrics.
+    Run(run::RunArgs),
+    /// Local development: the embedded API server, a kubeconfig for kubectl, and the host reconciling the
+    /// plugins of a directory with hot reload.
+    Dev(dev::DevArgs),
+    /// Run the embedded Kubernetes-compatible API server on its own.
+    Apiserver(wasm_reconciler_apiserver::ApiserverArgs),
 }
 
 /// `plugin` subcommands.
@@ -54,6 +65,8 @@ pub enum Command {
 pub enum PluginCommand {
     /// Validate a component and print what it reconciles.
     Inspect(inspect::InspectArgs),
+    /// Package a component as a ConfigMap manifest ready for `kubectl apply`.
+    Pack(pack::PackArgs),
 }
 
 /// Sandbox limits settable on the command line.
@@ -103,7 +116,15 @@ pub fn run(cli: Cli) -> ExitCode {
     init_logging(cli.verbose, cli.log_format);
     let result = match cli.command {
         Command::Plugin(PluginCommand::Inspect(args)) => inspect::run(&args),
+        Command::Plugin(PluginCommand::Pack(args)) => pack_validated(&args),
         Command::Render(args) => render::run(&args),
+        Command::Run(args) => block_on(run::run(args)),
+        Command::Dev(args) => block_on(dev::run(args)),
+        Command::Apiserver(args) => block_on(async move {
+            wasm_reconciler_apiserver::run_standalone(args)
+                .await
+                .map_err(|e| Box::new(e) as Box<dyn std::error::Error>)
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -112,6 +133,34 @@ pub fn run(cli: Cli) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Runs a future on a multi-threaded runtime.
+fn block_on(
+    future: impl std::future::Future<Output = Result<(), Box<dyn std::error::Error>>>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(future)
+}
+
+/// Validates the component with the host's own loader (contract version, `describe()`) before packing it.
+fn pack_validated(args: &pack::PackArgs) -> Result<(), Box<dyn std::error::Error>> {
+    pack::run(args, |wasm, options| {
+        let engine = crate::plugin::PluginEngine::new(None)?;
+        let plugin = engine
+            .load(&options.name, wasm, crate::plugin::Limits::default())
+            .map_err(|e| {
+                format!(
+                    "{} is not a usable plugin: {}",
+                    args.file.display(),
+                    crate::error_chain(&e)
+                )
+            })?;
+        tracing::debug!(plugin = %options.name, primary = %plugin.spec().primary, "validated before packing");
+        Ok(())
+    })
 }
 
 /// Reads a file, naming it in the error.

@@ -233,9 +233,13 @@ impl PackArgs {
     }
 }
 
-/// Runs `plugin pack`: reads the inputs, packs them, writes the manifest.
-pub fn run(args: &PackArgs) -> std::result::Result<(), Box<dyn std::error::Error>> {
+/// Runs `plugin pack`: reads the inputs, checks the component with `validate`, packs it, writes the manifest.
+pub fn run(
+    args: &PackArgs,
+    validate: impl FnOnce(&[u8], &PackOptions) -> std::result::Result<(), Box<dyn std::error::Error>>,
+) -> std::result::Result<(), Box<dyn std::error::Error>> {
     let (wasm, options) = args.load()?;
+    validate(&wasm, &options)?;
     let manifest = pack(&wasm, &options)?;
     args.write_output(&manifest)?;
     Ok(())
@@ -682,7 +686,7 @@ mod tests {
             gzip: true,
             output: Some(output_path.clone()),
         };
-        run(&args).expect("packs");
+        run(&args, |_, _| Ok(())).expect("packs");
         let value = parse(&std::fs::read_to_string(&output_path).expect("manifest written"));
         assert_eq!(text(&value, &["data", CONFIG_KEY]), "{\"prefix\": \"demo\"}");
         assert_eq!(

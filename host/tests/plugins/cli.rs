@@ -55,7 +55,7 @@ fn inspect_refuses_an_unsupported_contract_with_a_clear_message() {
 fn render_prints_the_outcome_as_yaml() {
     let world = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../plugins/configmapset/fixtures/create.world.yaml"
+        "/../plugins/configmapset/fixtures/fresh-create.world.yaml"
     );
     let output = wasm_reconciler(&["render", "--plugin", CONFIGMAPSET, "--world", world]);
     assert!(output.status.success(), "{}", text(&output.stderr));

@@ -1,0 +1,164 @@
+//! The API writes of a reconcile: server-side apply of children, deletes, status, finalizers.
+
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions, PropagationPolicy};
+use serde_json::{Value, json};
+
+/// Why a write failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// Optimistic concurrency: the object changed meanwhile. Not an error: the key is re-queued.
+    #[error("conflict writing {what}")]
+    Conflict {
+        /// What was being written.
+        what: String,
+        /// The API server's answer.
+        #[source]
+        source: kube::Error,
+    },
+    /// The API server refused or failed the write.
+    #[error("API server refused writing {what}")]
+    Api {
+        /// What was being written.
+        what: String,
+        /// The API server's answer.
+        #[source]
+        source: kube::Error,
+    },
+}
+
+impl WriteError {
+    fn from_kube(what: String, source: kube::Error) -> Self {
+        if api_code(&source) == Some(409) {
+            Self::Conflict { what, source }
+        } else {
+            Self::Api { what, source }
+        }
+    }
+}
+
+/// Result alias for this module.
+pub type Result<T, E = WriteError> = std::result::Result<T, E>;
+
+/// The HTTP status of an API error, if it is one.
+pub fn api_code(error: &kube::Error) -> Option<u16> {
+    match error {
+        kube::Error::Api(status) => Some(status.code),
+        _ => None,
+    }
+}
+
+/// Server-side applies `object` with `field_manager`, forcing ownership of the fields it sets.
+pub async fn apply(api: &Api<DynamicObject>, field_manager: &str, name: &str, object: &Value) -> Result<Value> {
+    let params = PatchParams::apply(field_manager).force();
+    api.patch(name, &params, &Patch::Apply(object))
+        .await
+        .map(to_value)
+        .map_err(|e| WriteError::from_kube(format!("{} {name}", kind_of(object)), e))
+}
+
+/// Deletes `name` if it still has `uid`; a missing object is not an error.
+pub async fn delete(api: &Api<DynamicObject>, kind: &str, name: &str, uid: &str) -> Result<()> {
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some(uid.to_owned()),
+            resource_version: None,
+        }),
+        propagation_policy: Some(PropagationPolicy::Background),
+        ..DeleteParams::default()
+    };
+    match api.delete(name, &params).await {
+        Ok(_) => Ok(()),
+        Err(error) if api_code(&error) == Some(404) => Ok(()),
+        Err(error) => Err(WriteError::from_kube(format!("delete of {kind} {name}"), error)),
+    }
+}
+
+/// Replaces `.status` through the status subresource (merge patch of the whole status).
+pub async fn write_status(api: &Api<DynamicObject>, field_manager: &str, name: &str, status: &Value) -> Result<Value> {
+    let params = PatchParams {
+        field_manager: Some(field_manager.to_owned()),
+        ..PatchParams::default()
+    };
+    let patch = json!({ "status": status });
+    api.patch_status(name, &params, &Patch::Merge(&patch))
+        .await
+        .map(to_value)
+        .map_err(|e| WriteError::from_kube(format!("status of {name}"), e))
+}
+
+/// Adds `finalizer` to the primary, guarded by its resourceVersion.
+pub async fn add_finalizer(
+    api: &Api<DynamicObject>,
+    field_manager: &str,
+    primary: &Value,
+    finalizer: &str,
+) -> Result<Value> {
+    let name = primary["metadata"]["name"].as_str().unwrap_or_default();
+    let operations = match primary["metadata"]["finalizers"].as_array() {
+        Some(_) => json!([
+            {"op": "test", "path": "/metadata/resourceVersion", "value": primary["metadata"]["resourceVersion"]},
+            {"op": "add", "path": "/metadata/finalizers/-", "value": finalizer},
+        ]),
+        None => json!([
+            {"op": "test", "path": "/metadata/resourceVersion", "value": primary["metadata"]["resourceVersion"]},
+            {"op": "add", "path": "/metadata/finalizers", "value": [finalizer]},
+        ]),
+    };
+    json_patch(api, field_manager, name, operations, "adding the finalizer").await
+}
+
+/// Removes `finalizer` from the primary, guarded by the position it is at.
+pub async fn remove_finalizer(
+    api: &Api<DynamicObject>,
+    field_manager: &str,
+    primary: &Value,
+    finalizer: &str,
+) -> Result<Option<Value>> {
+    let name = primary["metadata"]["name"].as_str().unwrap_or_default();
+    let Some(index) = primary["metadata"]["finalizers"]
+        .as_array()
+        .and_then(|finalizers| finalizers.iter().position(|f| f == finalizer))
+    else {
+        return Ok(None);
+    };
+    let operations = json!([
+        {"op": "test", "path": format!("/metadata/finalizers/{index}"), "value": finalizer},
+        {"op": "remove", "path": format!("/metadata/finalizers/{index}")},
+    ]);
+    match json_patch(api, field_manager, name, operations, "removing the finalizer").await {
+        Ok(object) => Ok(Some(object)),
+        Err(WriteError::Api { source, .. }) if api_code(&source) == Some(404) => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
+async fn json_patch(
+    api: &Api<DynamicObject>,
+    field_manager: &str,
+    name: &str,
+    operations: Value,
+    what: &str,
+) -> Result<Value> {
+    let patch: json_patch::Patch = serde_json::from_value(operations).expect("well-formed JSON patch");
+    let params = PatchParams {
+        field_manager: Some(field_manager.to_owned()),
+        ..PatchParams::default()
+    };
+    match api.patch(name, &params, &Patch::<()>::Json(patch)).await {
+        Ok(object) => Ok(to_value(object)),
+        // A failed `test` is answered 422 by the API server: the object moved on; retry like a conflict.
+        Err(error) if api_code(&error) == Some(422) => Err(WriteError::Conflict {
+            what: format!("{what} on {name}"),
+            source: error,
+        }),
+        Err(error) => Err(WriteError::from_kube(format!("{what} on {name}"), error)),
+    }
+}
+
+fn to_value(object: DynamicObject) -> Value {
+    serde_json::to_value(object).unwrap_or(Value::Null)
+}
+
+fn kind_of(object: &Value) -> &str {
+    object["kind"].as_str().unwrap_or("object")
+}

@@ -1,0 +1,110 @@
+//! `wasm-reconciler run`: the host against a cluster (kubeconfig or in-cluster), plugins from ConfigMaps and/or
+//! a directory, with optional leader election.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::serve::{HostOptions, LeaderElection, serve};
+
+/// Arguments of `run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Kubeconfig to use (default: in-cluster config, then `KUBECONFIG`/`~/.kube/config`).
+    #[arg(long, env = "KUBECONFIG", value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The host's namespace: plugin ConfigMaps and the leader Lease live here.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "wasm-reconciler")]
+    pub namespace: String,
+    /// Do not load plugins from ConfigMaps.
+    #[arg(long)]
+    pub no_configmaps: bool,
+    /// Also load plugins from this directory (watched for changes).
+    #[arg(long, value_name = "DIR")]
+    pub plugins_dir: Option<PathBuf>,
+    /// Elect a leader on a Lease; only the leader reconciles.
+    #[arg(long)]
+    pub leader_elect: bool,
+    /// Name of the leader Lease.
+    #[arg(long, default_value = "wasm-reconciler")]
+    pub lease_name: String,
+    /// Lease duration in seconds.
+    #[arg(long, default_value_t = 15)]
+    pub lease_duration_seconds: u64,
+    /// Lease renewal period in seconds.
+    #[arg(long, default_value_t = 10)]
+    pub lease_renew_seconds: u64,
+    /// Serve `/metrics`, `/healthz` and `/readyz` on this address.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9090")]
+    pub metrics_addr: SocketAddr,
+    /// Keep compiled plugins in this directory.
+    #[arg(long, value_name = "DIR")]
+    pub artifact_cache: Option<PathBuf>,
+    /// This host's identity in the Lease and in events (default: `POD_NAME`, then the host name).
+    #[arg(long, env = "POD_NAME")]
+    pub identity: Option<String>,
+}
+
+/// The identity of this host: the given one, or the host name.
+pub(crate) fn identity(given: Option<String>) -> String {
+    given.unwrap_or_else(|| {
+        std::fs::read_to_string("/etc/hostname")
+            .ok()
+            .map(|h| h.trim().to_owned())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| format!("wasm-reconciler-{}", std::process::id()))
+    })
+}
+
+/// A kube client from a kubeconfig file, or the default chain.
+pub(crate) async fn client(kubeconfig: Option<&std::path::Path>) -> Result<kube::Client, Box<dyn std::error::Error>> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| format!("reading kubeconfig {}: {}", path.display(), crate::error_chain(&e)))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default()).await?
+        }
+        None => kube::Config::infer().await?,
+    };
+    Ok(kube::Client::try_from(config)?)
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub(crate) async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("installing SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+    tracing::info!("shutting down");
+}
+
+pub(super) async fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let client = client(args.kubeconfig.as_deref()).await?;
+    let identity = identity(args.identity);
+    let options = HostOptions {
+        plugins_dir: args.plugins_dir,
+        install_crds: false,
+        configmap_namespace: (!args.no_configmaps).then(|| args.namespace.clone()),
+        artifact_cache: args.artifact_cache,
+        metrics_addr: Some(args.metrics_addr),
+        leader_election: args.leader_elect.then(|| LeaderElection {
+            namespace: args.namespace.clone(),
+            lease_name: args.lease_name,
+            lease_duration: Duration::from_secs(args.lease_duration_seconds),
+            renew_every: Duration::from_secs(args.lease_renew_seconds),
+        }),
+        identity,
+    };
+    serve(client, options, shutdown_signal()).await?;
+    Ok(())
+}

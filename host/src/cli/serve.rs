@@ -1,0 +1,232 @@
+//! Running the host: the plugin manager with its sources, telemetry endpoints, leader election and graceful
+//! shutdown — shared by `run` (a cluster) and `dev` (the embedded API server).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kube::Client;
+use tokio::sync::watch;
+
+use crate::delivery::configmap::ConfigMapSource;
+use crate::delivery::directory::DirectorySource;
+use crate::plugin::PluginEngine;
+use crate::runtime::{Caches, Manager};
+use crate::telemetry::{Health, Metrics, MetricsServer};
+
+/// Where plugins come from and how the host runs.
+#[derive(Debug, Clone)]
+pub struct HostOptions {
+    /// Directory of plugins, watched for changes.
+    pub plugins_dir: Option<PathBuf>,
+    /// Install each directory plugin's `crd.yaml` (dev).
+    pub install_crds: bool,
+    /// Namespace whose labelled ConfigMaps are plugins; `None` disables the ConfigMap source.
+    pub configmap_namespace: Option<String>,
+    /// Compiled-artifact cache directory.
+    pub artifact_cache: Option<PathBuf>,
+    /// Serve `/metrics`, `/healthz`, `/readyz` here.
+    pub metrics_addr: Option<SocketAddr>,
+    /// Leader election, when enabled.
+    pub leader_election: Option<LeaderElection>,
+    /// This host's name in events and the lease.
+    pub identity: String,
+}
+
+/// Leader election on a Lease.
+#[derive(Debug, Clone)]
+pub struct LeaderElection {
+    /// Namespace of the Lease.
+    pub namespace: String,
+    /// Name of the Lease.
+    pub lease_name: String,
+    /// How long a lease is valid without renewal.
+    pub lease_duration: Duration,
+    /// How often the holder renews it.
+    pub renew_every: Duration,
+}
+
+/// Errors of the host's serving loop.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The engine could not start.
+    #[error(transparent)]
+    Engine(#[from] crate::plugin::EngineError),
+    /// The telemetry endpoint could not bind.
+    #[error("binding the metrics endpoint {addr}")]
+    Metrics {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Leader election failed to start.
+    #[error("starting leader election")]
+    Lease(#[source] kube_lease_manager::LeaseManagerError),
+}
+
+/// Serves plugins until `shutdown` resolves; with leader election, only while leading.
+pub async fn serve(
+    client: Client,
+    options: HostOptions,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let metrics = Metrics::new();
+    let health = Health::new();
+    health.set_live(true);
+    health.set_leader_election(options.leader_election.is_some());
+    let (stop_tx, stop_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
+    let telemetry = match options.metrics_addr {
+        Some(addr) => {
+            let server = MetricsServer::bind(addr, metrics.clone(), health.clone())
+                .await
+                .map_err(|source| ServeError::Metrics { addr, source })?;
+            let bound = server
+                .local_addr()
+                .map_err(|source| ServeError::Metrics { addr, source })?;
+            tracing::info!(addr = %bound, "serving /metrics, /healthz and /readyz");
+            let mut stop = stop_rx.clone();
+            Some(tokio::spawn(server.run(async move {
+                let _ = stop.wait_for(|stop| *stop).await;
+            })))
+        }
+        None => None,
+    };
+    let engine = PluginEngine::new(options.artifact_cache.clone())?;
+
+    match &options.leader_election {
+        None => {
+            health.set_leader(true);
+            metrics.set_leader(true);
+            lead(&client, &options, &engine, &metrics, &health, stop_rx.clone()).await;
+        }
+        Some(election) => {
+            let manager = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), &election.lease_name)
+                .with_namespace(&election.namespace)
+                .with_identity(&options.identity)
+                .with_duration(election.lease_duration.as_secs())
+                .with_grace(
+                    election
+                        .lease_duration
+                        .saturating_sub(election.renew_every)
+                        .as_secs()
+                        .max(1),
+                )
+                .build()
+                .await
+                .map_err(ServeError::Lease)?;
+            let (mut leading, lease_task) = manager.watch().await;
+            let mut stop = stop_rx.clone();
+            tracing::info!(lease = %format!("{}/{}", election.namespace, election.lease_name), identity = %options.identity, "waiting to become the leader");
+            loop {
+                if *stop.borrow() {
+                    break;
+                }
+                if *leading.borrow_and_update() {
+                    tracing::info!(identity = %options.identity, "became the leader; reconciling");
+                    metrics.set_leader(true);
+                    health.set_leader(true);
+                    let (term_tx, term_rx) = watch::channel(false);
+                    let mut watch_leading = leading.clone();
+                    let mut watch_stop = stop.clone();
+                    let ender = tokio::spawn(async move {
+                        tokio::select! {
+                            _ = watch_leading.wait_for(|leading| !*leading) => {}
+                            _ = watch_stop.wait_for(|stop| *stop) => {}
+                        }
+                        let _ = term_tx.send(true);
+                    });
+                    lead(&client, &options, &engine, &metrics, &health, term_rx).await;
+                    ender.abort();
+                    metrics.set_leader(false);
+                    health.set_leader(false);
+                    if !*stop.borrow() {
+                        tracing::warn!(identity = %options.identity, "lost the lease; stopped reconciling");
+                    }
+                    continue;
+                }
+                tokio::select! {
+                    changed = leading.changed() => if changed.is_err() { break },
+                    _ = stop.changed() => {}
+                }
+            }
+            // Dropping the receiver makes the lease task release the lease so a successor takes over at once.
+            drop(leading);
+            match tokio::time::timeout(Duration::from_secs(5), lease_task).await {
+                Ok(Ok(Ok(_))) => tracing::info!("lease released"),
+                Ok(Ok(Err(error))) => tracing::warn!(error = %error, "could not release the lease"),
+                _ => tracing::warn!("lease task did not finish"),
+            }
+        }
+    }
+    health.set_live(false);
+    if let Some(telemetry) = telemetry {
+        let _ = telemetry.await;
+    }
+    Ok(())
+}
+
+/// One term of leadership: runs the manager and the plugin sources until `stop` turns true.
+async fn lead(
+    client: &Client,
+    options: &HostOptions,
+    engine: &PluginEngine,
+    metrics: &Metrics,
+    health: &Health,
+    stop: watch::Receiver<bool>,
+) {
+    let caches = Caches::new(client.clone());
+    let manager = Manager::new(
+        engine.clone(),
+        caches.clone(),
+        Some(metrics.clone()),
+        Some(options.identity.clone()),
+    );
+    let until_stopped = |mut stop: watch::Receiver<bool>| async move {
+        let _ = stop.wait_for(|stop| *stop).await;
+    };
+    let mut sources = Vec::new();
+    if let Some(dir) = &options.plugins_dir {
+        let crds = options.install_crds.then(|| client.clone());
+        let source = DirectorySource::new(dir.clone(), crds);
+        tracing::info!(dir = %dir.display(), "watching the plugin directory");
+        sources.push(tokio::spawn(source.run(manager.clone(), until_stopped(stop.clone()))));
+    }
+    if let Some(namespace) = &options.configmap_namespace {
+        let source = ConfigMapSource::new(client.clone(), namespace, Some(options.identity.clone()));
+        sources.push(tokio::spawn(source.run(manager.clone(), until_stopped(stop.clone()))));
+    }
+    let readiness = tokio::spawn({
+        let manager = manager.clone();
+        let health = health.clone();
+        let metrics = metrics.clone();
+        let caches = caches.clone();
+        let mut stop = stop.clone();
+        async move {
+            let mut ticker = tokio::time::interval(Duration::from_millis(500));
+            loop {
+                tokio::select! {
+                    _ = ticker.tick() => {}
+                    _ = stop.wait_for(|stop| *stop) => return,
+                }
+                health.set_synced(manager.all_running().await);
+                for cache in caches.alive() {
+                    metrics.set_cached_objects(&cache.gvk().to_string(), cache.len());
+                }
+            }
+        }
+    });
+    let mut stop_wait = stop.clone();
+    let _ = stop_wait.wait_for(|stop| *stop).await;
+    for source in sources {
+        let _ = source.await;
+    }
+    readiness.abort();
+    manager.shut_down().await;
+    health.set_synced(false);
+}

@@ -1,0 +1,189 @@
+//! Plugins from a directory, watched for changes: `<dir>/<name>/plugin.wasm` (or `plugin.wasm.gz`) with optional
+//! `config.yaml` and `settings.yaml` — the same layout as a plugin ConfigMap. With CRD installation on
+//! (`dev`), a `crd.yaml` beside the component is applied to the cluster first.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, Patch, PatchParams};
+
+use super::package::{CONFIG_KEY, PluginPackage, SETTINGS_KEY, WASM_GZ_KEY, WASM_KEY};
+use crate::runtime::{Manager, UpdateResult};
+
+/// File holding the CRDs a plugin's kinds need (installed by `dev`).
+pub const CRD_FILE: &str = "crd.yaml";
+
+/// How often the directory is scanned.
+pub const SCAN_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Size and modification time of every file of one plugin directory: a cheap change detector.
+type Fingerprint = Vec<(String, u64, Option<SystemTime>)>;
+
+/// Watches a plugin directory and keeps the manager in step with it.
+pub struct DirectorySource {
+    dir: PathBuf,
+    crds: Option<kube::Client>,
+    seen: HashMap<String, Fingerprint>,
+}
+
+impl std::fmt::Debug for DirectorySource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DirectorySource")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DirectorySource {
+    /// Watches `dir`. With `crds`, each plugin's `crd.yaml` is applied through that client before loading.
+    pub fn new(dir: PathBuf, crds: Option<kube::Client>) -> Self {
+        Self {
+            dir,
+            crds,
+            seen: HashMap::new(),
+        }
+    }
+
+    /// Scans until `shutdown` resolves.
+    pub async fn run(mut self, manager: Manager, shutdown: impl std::future::Future<Output = ()>) {
+        tokio::pin!(shutdown);
+        let mut ticker = tokio::time::interval(SCAN_INTERVAL);
+        loop {
+            tokio::select! {
+                () = &mut shutdown => return,
+                _ = ticker.tick() => self.scan(&manager).await,
+            }
+        }
+    }
+
+    /// One scan: loads new or changed plugins, removes vanished ones.
+    pub async fn scan(&mut self, manager: &Manager) {
+        let mut present = HashMap::new();
+        match std::fs::read_dir(&self.dir) {
+            Ok(entries) => {
+                for entry in entries.flatten() {
+                    let path = entry.path();
+                    let Some(name) = path.file_name().and_then(|n| n.to_str()).map(str::to_owned) else {
+                        continue;
+                    };
+                    if path.is_dir() && (path.join(WASM_KEY).exists() || path.join(WASM_GZ_KEY).exists()) {
+                        present.insert(name, path);
+                    }
+                }
+            }
+            Err(error) => {
+                tracing::warn!(dir = %self.dir.display(), error = %error, "cannot read the plugin directory");
+                return;
+            }
+        }
+        let vanished: Vec<String> = self
+            .seen
+            .keys()
+            .filter(|name| !present.contains_key(*name))
+            .cloned()
+            .collect();
+        for name in vanished {
+            self.seen.remove(&name);
+            if manager.remove(&name).await {
+                tracing::info!(plugin = %name, "plugin removed from the directory; controller stopped");
+            }
+        }
+        let mut names: Vec<_> = present.into_iter().collect();
+        names.sort();
+        for (name, path) in names {
+            let fingerprint = fingerprint(&path);
+            if self.seen.get(&name) == Some(&fingerprint) {
+                continue;
+            }
+            self.seen.insert(name.clone(), fingerprint);
+            self.load(manager, &name, &path).await;
+        }
+    }
+
+    async fn load(&self, manager: &Manager, name: &str, path: &Path) {
+        if let Some(client) = &self.crds {
+            if let Err(error) = install_crds(client, &path.join(CRD_FILE)).await {
+                tracing::error!(plugin = name, error = %error, "could not install the plugin's CRDs");
+            }
+        }
+        let read = |file: &str| std::fs::read(path.join(file)).ok();
+        let text = |file: &str| read(file).map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+        let package = PluginPackage::decode(
+            read(WASM_KEY).as_deref(),
+            read(WASM_GZ_KEY).as_deref(),
+            text(CONFIG_KEY).as_deref(),
+            text(SETTINGS_KEY).as_deref(),
+            None,
+        );
+        let package = match package {
+            Ok(package) => package,
+            Err(error) => {
+                tracing::error!(plugin = name, dir = %path.display(), error = %crate::error_chain(&error), "plugin refused; the previous version keeps serving");
+                return;
+            }
+        };
+        match manager.update(name, package).await {
+            Ok(UpdateResult::Unchanged) => {}
+            Ok(result) => tracing::info!(plugin = name, ?result, "plugin loaded from the directory"),
+            Err(error) => {
+                tracing::error!(plugin = name, dir = %path.display(), error = %crate::error_chain(&error), "plugin refused; the previous version keeps serving");
+            }
+        }
+    }
+}
+
+fn fingerprint(dir: &Path) -> Fingerprint {
+    let mut files: Fingerprint = [WASM_KEY, WASM_GZ_KEY, CONFIG_KEY, SETTINGS_KEY, CRD_FILE]
+        .iter()
+        .filter_map(|file| {
+            let metadata = std::fs::metadata(dir.join(file)).ok()?;
+            Some(((*file).to_owned(), metadata.len(), metadata.modified().ok()))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// Applies every CustomResourceDefinition in a (multi-document) YAML file and waits until each is established.
+pub async fn install_crds(client: &kube::Client, file: &Path) -> Result<usize, String> {
+    let Ok(text) = std::fs::read_to_string(file) else {
+        return Ok(0);
+    };
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let mut crds = Vec::new();
+    for document in serde_yaml::Deserializer::from_str(&text) {
+        let value = serde_json::Value::deserialize(document).map_err(|e| format!("{}: {e}", file.display()))?;
+        if !value.is_null() {
+            let crd: CustomResourceDefinition = serde_json::from_value(value)
+                .map_err(|e| format!("{}: not a CustomResourceDefinition: {e}", file.display()))?;
+            crds.push(crd);
+        }
+    }
+    let mut installed = 0;
+    for crd in crds {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        api.patch(
+            &name,
+            &PatchParams::apply("wasm-reconciler-dev").force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .map_err(|e| format!("applying CRD {name}: {}", crate::error_chain(&e)))?;
+        let established = kube::runtime::wait::await_condition(
+            api.clone(),
+            &name,
+            kube::runtime::wait::conditions::is_crd_established(),
+        );
+        tokio::time::timeout(Duration::from_secs(30), established)
+            .await
+            .map_err(|_| format!("CRD {name} was not established within 30s"))?
+            .map_err(|e| format!("waiting for CRD {name}: {e}"))?;
+        tracing::info!(crd = %name, "CRD installed");
+        installed += 1;
+    }
+    Ok(installed)
+}
+
+use serde::Deserialize as _;

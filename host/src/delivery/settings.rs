@@ -1,0 +1,256 @@
+//! Host settings of one plugin (`settings.yaml` in a plugin directory or ConfigMap): limits, concurrency,
+//! resync and namespaces, parsed with Kubernetes-style quantities and Go-style durations.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::plugin::Limits;
+
+/// Settings the host applies to a plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginSettings {
+    /// Sandbox limits.
+    pub limits: Limits,
+    /// Concurrent reconciles.
+    pub concurrency: usize,
+    /// Resync period overriding the plugin's.
+    pub resync: Option<Duration>,
+    /// Namespaces whose primaries are reconciled (all when `None`).
+    pub namespaces: Option<Vec<String>>,
+}
+
+impl Default for PluginSettings {
+    fn default() -> Self {
+        Self {
+            limits: Limits::default(),
+            concurrency: 4,
+            resync: None,
+            namespaces: None,
+        }
+    }
+}
+
+/// Why settings are refused.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// Not YAML, or unknown keys.
+    #[error("settings do not parse")]
+    Parse(#[source] serde_yaml::Error),
+    /// A value is out of range or malformed.
+    #[error("setting `{key}`: {message}")]
+    Invalid {
+        /// The key.
+        key: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The YAML shape.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawSettings {
+    memory_limit: Option<String>,
+    deadline: Option<String>,
+    max_outcome_size: Option<String>,
+    concurrency: Option<u32>,
+    resync: Option<String>,
+    namespaces: Option<Vec<String>>,
+}
+
+impl PluginSettings {
+    /// Parses `settings.yaml`. Empty text gives the defaults.
+    ///
+    /// ```
+    /// # use wasm_reconciler::delivery::PluginSettings;
+    /// let settings = PluginSettings::parse("memoryLimit: 32Mi\ndeadline: 500ms\nconcurrency: 2\nresync: 10m\n").unwrap();
+    /// assert_eq!(settings.limits.memory_bytes, 32 * 1024 * 1024);
+    /// assert_eq!(settings.concurrency, 2);
+    /// ```
+    pub fn parse(text: &str) -> Result<Self, SettingsError> {
+        let raw: RawSettings = if text.trim().is_empty() {
+            RawSettings::default()
+        } else {
+            serde_yaml::from_str(text).map_err(SettingsError::Parse)?
+        };
+        let defaults = Self::default();
+        let mut limits = defaults.limits;
+        if let Some(memory) = &raw.memory_limit {
+            let bytes = parse_quantity(memory).map_err(|message| SettingsError::Invalid {
+                key: "memoryLimit",
+                message,
+            })?;
+            if !(1024 * 1024..=4 * 1024 * 1024 * 1024).contains(&bytes) {
+                return Err(SettingsError::Invalid {
+                    key: "memoryLimit",
+                    message: format!("{memory} is outside 1Mi..4Gi"),
+                });
+            }
+            limits.memory_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+        }
+        if let Some(deadline) = &raw.deadline {
+            let deadline = parse_duration(deadline).map_err(|message| SettingsError::Invalid {
+                key: "deadline",
+                message,
+            })?;
+            if deadline < Duration::from_millis(1) || deadline > Duration::from_secs(60) {
+                return Err(SettingsError::Invalid {
+                    key: "deadline",
+                    message: "must be between 1ms and 60s".into(),
+                });
+            }
+            limits.deadline = deadline;
+        }
+        if let Some(size) = &raw.max_outcome_size {
+            let bytes = parse_quantity(size).map_err(|message| SettingsError::Invalid {
+                key: "maxOutcomeSize",
+                message,
+            })?;
+            limits.max_outcome_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+        }
+        let concurrency = match raw.concurrency {
+            None => defaults.concurrency,
+            Some(n @ 1..=256) => n as usize,
+            Some(n) => {
+                return Err(SettingsError::Invalid {
+                    key: "concurrency",
+                    message: format!("{n} is outside 1..256"),
+                });
+            }
+        };
+        let resync = match &raw.resync {
+            None => None,
+            Some(text) => {
+                let every =
+                    parse_duration(text).map_err(|message| SettingsError::Invalid { key: "resync", message })?;
+                if every < Duration::from_secs(1) {
+                    return Err(SettingsError::Invalid {
+                        key: "resync",
+                        message: "must be at least 1s".into(),
+                    });
+                }
+                Some(every)
+            }
+        };
+        if let Some(namespaces) = &raw.namespaces {
+            if namespaces.is_empty() || namespaces.iter().any(|n| n.is_empty()) {
+                return Err(SettingsError::Invalid {
+                    key: "namespaces",
+                    message: "must list namespace names".into(),
+                });
+            }
+        }
+        Ok(Self {
+            limits,
+            concurrency,
+            resync,
+            namespaces: raw.namespaces,
+        })
+    }
+}
+
+/// `64Mi`, `1Gi`, `500k`, `1048576`.
+pub fn parse_quantity(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, suffix) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a quantity such as 64Mi"))?;
+    let multiplier: u64 = match suffix {
+        "" => 1,
+        "k" => 1000,
+        "M" => 1000_u64.pow(2),
+        "G" => 1000_u64.pow(3),
+        "Ki" => 1024,
+        "Mi" => 1024_u64.pow(2),
+        "Gi" => 1024_u64.pow(3),
+        _ => {
+            return Err(format!(
+                "{text:?} has an unknown suffix {suffix:?} (use Ki, Mi, Gi, k, M or G)"
+            ));
+        }
+    };
+    number
+        .checked_mul(multiplier)
+        .ok_or_else(|| format!("{text:?} is too large"))
+}
+
+/// `500ms`, `1s`, `10m`, `1h30m`, `2.5s`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let invalid = || format!("{text:?} is not a duration such as 500ms, 1s or 10m");
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return Err(invalid());
+    }
+    let mut total = Duration::ZERO;
+    while !rest.is_empty() {
+        let split = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(invalid)?;
+        let (number, tail) = rest.split_at(split);
+        let number: f64 = number.parse().map_err(|_| invalid())?;
+        let unit_len = tail
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(tail.len());
+        let (unit, tail) = tail.split_at(unit_len);
+        let seconds = match unit {
+            "ms" => number / 1000.0,
+            "s" => number,
+            "m" => number * 60.0,
+            "h" => number * 3600.0,
+            _ => return Err(invalid()),
+        };
+        total += Duration::from_secs_f64(seconds);
+        rest = tail;
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_settings_are_the_defaults() {
+        assert_eq!(PluginSettings::parse("").unwrap(), PluginSettings::default());
+        assert_eq!(PluginSettings::parse("{}").unwrap(), PluginSettings::default());
+    }
+
+    #[test]
+    fn every_setting_parses() {
+        let settings = PluginSettings::parse(
+            "memoryLimit: 16Mi\ndeadline: 250ms\nmaxOutcomeSize: 1Mi\nconcurrency: 8\nresync: 1h30m\nnamespaces: [a, b]\n",
+        )
+        .unwrap();
+        assert_eq!(settings.limits.memory_bytes, 16 * 1024 * 1024);
+        assert_eq!(settings.limits.deadline, Duration::from_millis(250));
+        assert_eq!(settings.limits.max_outcome_bytes, 1024 * 1024);
+        assert_eq!(settings.concurrency, 8);
+        assert_eq!(settings.resync, Some(Duration::from_secs(5400)));
+        assert_eq!(settings.namespaces, Some(vec!["a".to_string(), "b".to_string()]));
+    }
+
+    #[test]
+    fn broken_settings_say_what_is_wrong() {
+        let message = |text: &str| crate::error_chain(&PluginSettings::parse(text).unwrap_err());
+        assert!(message("memoryLimit: lots").contains("setting `memoryLimit`: \"lots\" is not a quantity"));
+        assert!(message("memoryLimit: 64Xi").contains("unknown suffix"));
+        assert!(message("memoryLimit: 8Gi").contains("outside 1Mi..4Gi"));
+        assert!(message("deadline: soon").contains("setting `deadline`"));
+        assert!(message("deadline: 2m").contains("between 1ms and 60s"));
+        assert!(message("concurrency: 0").contains("outside 1..256"));
+        assert!(message("memory: 1Mi").contains("unknown field `memory`"));
+        assert!(message("namespaces: []").contains("must list namespace names"));
+    }
+
+    #[test]
+    fn durations_and_quantities() {
+        assert_eq!(parse_duration("1h2m3s").unwrap(), Duration::from_secs(3723));
+        assert_eq!(parse_duration("2.5s").unwrap(), Duration::from_millis(2500));
+        assert!(parse_duration("5").is_err());
+        assert_eq!(parse_quantity("500k").unwrap(), 500_000);
+        assert_eq!(parse_quantity("1Gi").unwrap(), 1 << 30);
+    }
+}

@@ -1,0 +1,653 @@
+//! Shared informer caches: one watch per kind, shared by every controller that needs that kind.
+//!
+//! Objects are stored with `managedFields` stripped, both parsed and as JSON text (plugins receive JSON text,
+//! so each object is serialised once per change, not once per reconcile). The host's own writes are folded in
+//! as soon as the API server answers, so the next reconcile sees them before the watch delivers them; the
+//! watch event that follows carries the same resourceVersion and is then ignored.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event as WatchEvent, watcher};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::plugin::Gvk;
+
+/// Errors of the cache layer.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// The API server does not serve the kind (yet).
+    #[error("the API server does not serve {gvk}")]
+    NotServed {
+        /// The kind.
+        gvk: Gvk,
+        /// The cause.
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// Result alias for this module.
+pub type Result<T, E = CacheError> = std::result::Result<T, E>;
+
+/// `namespace/name`, or `name` for cluster-scoped objects.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey {
+    /// Namespace; `None` for cluster-scoped objects.
+    pub namespace: Option<String>,
+    /// Name.
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// A key.
+    pub fn new(namespace: Option<&str>, name: &str) -> Self {
+        Self {
+            namespace: namespace.map(str::to_owned),
+            name: name.to_owned(),
+        }
+    }
+
+    /// The key of a JSON object.
+    pub fn of(object: &Value) -> Option<Self> {
+        let metadata = object.get("metadata")?;
+        let name = metadata.get("name")?.as_str()?;
+        Some(Self::new(metadata.get("namespace").and_then(Value::as_str), name))
+    }
+}
+
+impl std::fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.namespace {
+            Some(namespace) => write!(f, "{namespace}/{}", self.name),
+            None => f.write_str(&self.name),
+        }
+    }
+}
+
+/// One cached object.
+#[derive(Debug)]
+pub struct CachedObject {
+    /// The object, without managedFields.
+    pub value: Value,
+    /// The same object as JSON text.
+    pub json: Arc<str>,
+    /// Its key.
+    pub key: ObjectKey,
+    /// `metadata.uid`.
+    pub uid: String,
+    /// `metadata.resourceVersion` when numeric (it is for etcd and the embedded server).
+    pub resource_version: Option<u64>,
+    /// uid of the owner with `controller: true`, if any.
+    pub controller_uid: Option<String>,
+}
+
+impl CachedObject {
+    /// Wraps an object read from the API server.
+    pub fn new(mut value: Value) -> Option<Self> {
+        if let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+            metadata.remove("managedFields");
+        }
+        let key = ObjectKey::of(&value)?;
+        let metadata = &value["metadata"];
+        let uid = metadata["uid"].as_str().unwrap_or_default().to_owned();
+        let resource_version = metadata["resourceVersion"].as_str().and_then(|rv| rv.parse().ok());
+        let controller_uid = metadata["ownerReferences"].as_array().and_then(|owners| {
+            owners
+                .iter()
+                .find(|owner| owner["controller"] == Value::Bool(true))
+                .and_then(|owner| owner["uid"].as_str().map(str::to_owned))
+        });
+        let json = value.to_string().into();
+        Some(Self {
+            value,
+            json,
+            key,
+            uid,
+            resource_version,
+            controller_uid,
+        })
+    }
+
+    /// True when `self` is a newer (or unordered) version than `other`.
+    fn supersedes(&self, other: &CachedObject) -> bool {
+        match (self.resource_version, other.resource_version) {
+            (Some(new), Some(old)) => new > old || self.uid != other.uid,
+            _ => true,
+        }
+    }
+}
+
+/// A change seen by a cache, delivered to subscribers.
+#[derive(Debug, Clone)]
+pub struct CacheChange {
+    /// The kind.
+    pub gvk: Gvk,
+    /// The object before, if it was cached.
+    pub old: Option<Arc<CachedObject>>,
+    /// The object after; `None` when it was deleted.
+    pub new: Option<Arc<CachedObject>>,
+}
+
+impl CacheChange {
+    /// The key of the changed object.
+    pub fn key(&self) -> &ObjectKey {
+        &self
+            .new
+            .as_ref()
+            .or(self.old.as_ref())
+            .expect("a change has an old or a new object")
+            .key
+    }
+}
+
+type Subscriber = Arc<dyn Fn(&CacheChange) + Send + Sync>;
+
+#[derive(Default)]
+struct CacheState {
+    objects: HashMap<ObjectKey, Arc<CachedObject>>,
+    by_controller: HashMap<String, HashSet<ObjectKey>>,
+}
+
+impl CacheState {
+    fn insert(&mut self, object: Arc<CachedObject>) -> Option<Arc<CachedObject>> {
+        let old = self.objects.insert(object.key.clone(), object.clone());
+        if let Some(old_owner) = old.as_ref().and_then(|o| o.controller_uid.as_ref()) {
+            if Some(old_owner) != object.controller_uid.as_ref() {
+                self.unindex(old_owner, &object.key);
+            }
+        }
+        if let Some(owner) = &object.controller_uid {
+            self.by_controller
+                .entry(owner.clone())
+                .or_default()
+                .insert(object.key.clone());
+        }
+        old
+    }
+
+    fn remove(&mut self, key: &ObjectKey) -> Option<Arc<CachedObject>> {
+        let old = self.objects.remove(key)?;
+        if let Some(owner) = &old.controller_uid {
+            self.unindex(owner, key);
+        }
+        Some(old)
+    }
+
+    fn unindex(&mut self, owner: &str, key: &ObjectKey) {
+        if let Some(keys) = self.by_controller.get_mut(owner) {
+            keys.remove(key);
+            if keys.is_empty() {
+                self.by_controller.remove(owner);
+            }
+        }
+    }
+}
+
+/// The cache of one kind, fed by a watch on all namespaces.
+pub struct KindCache {
+    gvk: Gvk,
+    resource: ApiResource,
+    namespaced: bool,
+    state: RwLock<CacheState>,
+    synced: watch::Sender<bool>,
+    subscribers: RwLock<Vec<(u64, Subscriber)>>,
+    next_subscriber: AtomicU64,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for KindCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KindCache")
+            .field("gvk", &self.gvk)
+            .field("len", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for KindCache {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.get_mut().unwrap_or_else(PoisonError::into_inner).take() {
+            task.abort();
+        }
+    }
+}
+
+impl KindCache {
+    /// The kind.
+    pub fn gvk(&self) -> &Gvk {
+        &self.gvk
+    }
+
+    /// How the API server serves the kind.
+    pub fn resource(&self) -> &ApiResource {
+        &self.resource
+    }
+
+    /// Whether the kind is namespaced.
+    pub fn namespaced(&self) -> bool {
+        self.namespaced
+    }
+
+    /// Number of cached objects.
+    pub fn len(&self) -> usize {
+        self.read().objects.len()
+    }
+
+    /// True when nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, CacheState> {
+        self.state.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, CacheState> {
+        self.state.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// One object.
+    pub fn get(&self, key: &ObjectKey) -> Option<Arc<CachedObject>> {
+        self.read().objects.get(key).cloned()
+    }
+
+    /// Every object, or those of one namespace.
+    pub fn list(&self, namespace: Option<&str>) -> Vec<Arc<CachedObject>> {
+        self.read()
+            .objects
+            .values()
+            .filter(|object| namespace.is_none() || object.key.namespace.as_deref() == namespace)
+            .cloned()
+            .collect()
+    }
+
+    /// Objects whose controller ownerReference has this uid, sorted by key.
+    pub fn controlled_by(&self, owner_uid: &str) -> Vec<Arc<CachedObject>> {
+        let state = self.read();
+        let mut children: Vec<_> = state
+            .by_controller
+            .get(owner_uid)
+            .into_iter()
+            .flatten()
+            .filter_map(|key| state.objects.get(key).cloned())
+            .collect();
+        children.sort_by(|a, b| a.key.cmp(&b.key));
+        children
+    }
+
+    /// Folds in an object the host just wrote; subscribers hear of it when `notify` is set.
+    pub fn record_write(&self, value: Value, notify: bool) {
+        let Some(object) = CachedObject::new(value) else { return };
+        let object = Arc::new(object);
+        let old = {
+            let mut state = self.write();
+            if state
+                .objects
+                .get(&object.key)
+                .is_some_and(|cached| !object.supersedes(cached))
+            {
+                return;
+            }
+            state.insert(object.clone())
+        };
+        if notify {
+            self.publish(&CacheChange {
+                gvk: self.gvk.clone(),
+                old,
+                new: Some(object),
+            });
+        }
+    }
+
+    /// Folds in a deletion the host just made.
+    pub fn record_delete(&self, key: &ObjectKey, uid: &str) {
+        let old = {
+            let mut state = self.write();
+            if state.objects.get(key).is_none_or(|cached| cached.uid != uid) {
+                return;
+            }
+            state.remove(key)
+        };
+        self.publish(&CacheChange {
+            gvk: self.gvk.clone(),
+            old,
+            new: None,
+        });
+    }
+
+    /// Waits until the first list has been received.
+    pub async fn wait_synced(&self) {
+        let mut synced = self.synced.subscribe();
+        // The sender lives as long as `self`, so this cannot fail while we hold `&self`.
+        let _ = synced.wait_for(|synced| *synced).await;
+    }
+
+    /// Whether the first list has been received.
+    pub fn is_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+
+    /// Calls `subscriber` for every change until the returned subscription is dropped.
+    pub fn subscribe(self: &Arc<Self>, subscriber: impl Fn(&CacheChange) + Send + Sync + 'static) -> Subscription {
+        let id = self.next_subscriber.fetch_add(1, Ordering::Relaxed);
+        self.subscribers
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((id, Arc::new(subscriber)));
+        Subscription {
+            cache: Arc::downgrade(self),
+            id,
+        }
+    }
+
+    fn publish(&self, change: &CacheChange) {
+        let subscribers: Vec<Subscriber> = self
+            .subscribers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(_, s)| s.clone())
+            .collect();
+        for subscriber in subscribers {
+            subscriber(change);
+        }
+    }
+
+    fn apply_watched(&self, value: Value) {
+        let Some(object) = CachedObject::new(value) else { return };
+        let object = Arc::new(object);
+        let old = {
+            let mut state = self.write();
+            if state
+                .objects
+                .get(&object.key)
+                .is_some_and(|cached| !object.supersedes(cached))
+            {
+                return;
+            }
+            state.insert(object.clone())
+        };
+        self.publish(&CacheChange {
+            gvk: self.gvk.clone(),
+            old,
+            new: Some(object),
+        });
+    }
+
+    fn delete_watched(&self, value: &Value) {
+        let Some(key) = ObjectKey::of(value) else { return };
+        let old = self.write().remove(&key);
+        if old.is_some() {
+            self.publish(&CacheChange {
+                gvk: self.gvk.clone(),
+                old,
+                new: None,
+            });
+        }
+    }
+
+    /// Replaces the contents after a (re)list, telling subscribers what changed.
+    fn replace_all(&self, listed: Vec<Value>) {
+        let fresh: Vec<Arc<CachedObject>> = listed.into_iter().filter_map(CachedObject::new).map(Arc::new).collect();
+        let mut changes = Vec::new();
+        {
+            let mut state = self.write();
+            let listed_keys: HashSet<ObjectKey> = fresh.iter().map(|o| o.key.clone()).collect();
+            let vanished: Vec<ObjectKey> = state
+                .objects
+                .keys()
+                .filter(|key| !listed_keys.contains(*key))
+                .cloned()
+                .collect();
+            for key in vanished {
+                let old = state.remove(&key);
+                changes.push(CacheChange {
+                    gvk: self.gvk.clone(),
+                    old,
+                    new: None,
+                });
+            }
+            for object in fresh {
+                let unchanged = state.objects.get(&object.key).is_some_and(|cached| {
+                    cached.resource_version.is_some() && cached.resource_version == object.resource_version
+                });
+                if !unchanged {
+                    let old = state.insert(object.clone());
+                    changes.push(CacheChange {
+                        gvk: self.gvk.clone(),
+                        old,
+                        new: Some(object),
+                    });
+                }
+            }
+        }
+        for change in &changes {
+            self.publish(change);
+        }
+        self.synced.send_replace(true);
+    }
+}
+
+/// Keeps a subscriber registered; dropping it unsubscribes.
+#[derive(Debug)]
+pub struct Subscription {
+    cache: Weak<KindCache>,
+    id: u64,
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        if let Some(cache) = self.cache.upgrade() {
+            cache
+                .subscribers
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .retain(|(id, _)| *id != self.id);
+        }
+    }
+}
+
+/// Every cache of the process, started on first use and stopped when no controller holds it any more.
+#[derive(Clone)]
+pub struct Caches {
+    client: Client,
+    caches: Arc<Mutex<HashMap<Gvk, Weak<KindCache>>>>,
+}
+
+impl std::fmt::Debug for Caches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Caches")
+            .field("alive", &self.alive().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Caches {
+    /// No caches yet; they start on demand.
+    pub fn new(client: Client) -> Self {
+        Self {
+            client,
+            caches: Arc::default(),
+        }
+    }
+
+    /// The client the caches watch with.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Caches that are alive, with their kinds.
+    pub fn alive(&self) -> Vec<Arc<KindCache>> {
+        self.caches
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect()
+    }
+
+    /// The cache of `gvk`, starting its watch if no one holds it. Fails when the API server does not serve the
+    /// kind; callers retry (a CRD may be installed later).
+    pub async fn get_or_start(&self, gvk: &Gvk) -> Result<Arc<KindCache>> {
+        if let Some(cache) = self
+            .caches
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(gvk)
+            .and_then(Weak::upgrade)
+        {
+            return Ok(cache);
+        }
+        let kube_gvk = GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind);
+        let (resource, capabilities) =
+            kube::discovery::pinned_kind(&self.client, &kube_gvk)
+                .await
+                .map_err(|source| CacheError::NotServed {
+                    gvk: gvk.clone(),
+                    source,
+                })?;
+        let namespaced = capabilities.scope == kube::discovery::Scope::Namespaced;
+
+        let mut caches = self.caches.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(cache) = caches.get(gvk).and_then(Weak::upgrade) {
+            return Ok(cache);
+        }
+        let (synced, _) = watch::channel(false);
+        let cache = Arc::new(KindCache {
+            gvk: gvk.clone(),
+            resource: resource.clone(),
+            namespaced,
+            state: RwLock::default(),
+            synced,
+            subscribers: RwLock::default(),
+            next_subscriber: AtomicU64::new(0),
+            task: Mutex::new(None),
+        });
+        let task = tokio::spawn(run_watch(
+            self.client.clone(),
+            resource,
+            gvk.clone(),
+            Arc::downgrade(&cache),
+        ));
+        *cache.task.lock().unwrap_or_else(PoisonError::into_inner) = Some(task);
+        caches.insert(gvk.clone(), Arc::downgrade(&cache));
+        caches.retain(|_, cache| cache.strong_count() > 0);
+        tracing::info!(kind = %gvk, "watching");
+        Ok(cache)
+    }
+}
+
+/// Feeds a cache from a watch until the cache is dropped. The kube watcher re-lists on 410 Gone, uses
+/// bookmarks, and backs off on errors.
+async fn run_watch(client: Client, resource: ApiResource, gvk: Gvk, cache: Weak<KindCache>) {
+    let api: Api<DynamicObject> = Api::all_with(client, &resource);
+    let mut stream = watcher(api, watcher::Config::default()).default_backoff().boxed();
+    let mut buffer: Vec<Value> = Vec::new();
+    let mut failures = 0u32;
+    while let Some(event) = stream.next().await {
+        let Some(cache) = cache.upgrade() else { return };
+        match event {
+            Ok(event) => {
+                failures = 0;
+                match event {
+                    WatchEvent::Init => buffer.clear(),
+                    WatchEvent::InitApply(object) => buffer.push(to_value(object, &gvk)),
+                    WatchEvent::InitDone => {
+                        let listed = std::mem::take(&mut buffer);
+                        let count = listed.len();
+                        let first_sync = !cache.is_synced();
+                        cache.replace_all(listed);
+                        if first_sync {
+                            tracing::info!(kind = %gvk, objects = count, "cache synced");
+                        } else {
+                            tracing::debug!(kind = %gvk, objects = count, "cache re-listed");
+                        }
+                    }
+                    WatchEvent::Apply(object) => cache.apply_watched(to_value(object, &gvk)),
+                    WatchEvent::Delete(object) => cache.delete_watched(&to_value(object, &gvk)),
+                }
+            }
+            Err(error) => {
+                failures += 1;
+                let level_warn = failures == 1 || failures.is_power_of_two();
+                if level_warn {
+                    tracing::warn!(kind = %gvk, failures, error = %crate::error_chain(&error), "watch failed; retrying with backoff");
+                } else {
+                    tracing::debug!(kind = %gvk, failures, error = %crate::error_chain(&error), "watch failed; retrying with backoff");
+                }
+            }
+        }
+    }
+    // The watcher stream only ends when its API is gone; give the runtime a moment before anyone retries.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+}
+
+fn to_value(object: DynamicObject, gvk: &Gvk) -> Value {
+    let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
+    if let Some(map) = value.as_object_mut() {
+        map.entry("apiVersion")
+            .or_insert_with(|| Value::String(gvk.api_version()));
+        map.entry("kind").or_insert_with(|| Value::String(gvk.kind.clone()));
+    }
+    value
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn object(name: &str, rv: &str, owner: Option<&str>) -> Value {
+        let mut value = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}"), "resourceVersion": rv,
+                         "managedFields": [{"manager": "x"}]}
+        });
+        if let Some(owner) = owner {
+            value["metadata"]["ownerReferences"] =
+                json!([{"uid": owner, "controller": true, "name": "p", "kind": "P", "apiVersion": "v1"}]);
+        }
+        value
+    }
+
+    #[test]
+    fn cached_objects_drop_managed_fields_and_index_their_controller() {
+        let cached = CachedObject::new(object("a", "7", Some("owner-1"))).unwrap();
+        assert!(cached.value["metadata"].get("managedFields").is_none());
+        assert!(!cached.json.contains("managedFields"));
+        assert_eq!(cached.resource_version, Some(7));
+        assert_eq!(cached.controller_uid.as_deref(), Some("owner-1"));
+        assert_eq!(cached.key.to_string(), "ns/a");
+    }
+
+    #[test]
+    fn older_versions_never_replace_newer_ones() {
+        let newer = CachedObject::new(object("a", "9", None)).unwrap();
+        let older = CachedObject::new(object("a", "8", None)).unwrap();
+        assert!(newer.supersedes(&older));
+        assert!(!older.supersedes(&newer));
+        assert!(!newer.supersedes(&CachedObject::new(object("a", "9", None)).unwrap()));
+    }
+
+    #[test]
+    fn controller_index_follows_ownership_changes() {
+        let mut state = CacheState::default();
+        state.insert(Arc::new(CachedObject::new(object("a", "1", Some("o1"))).unwrap()));
+        state.insert(Arc::new(CachedObject::new(object("b", "2", Some("o1"))).unwrap()));
+        assert_eq!(state.by_controller["o1"].len(), 2);
+        state.insert(Arc::new(CachedObject::new(object("a", "3", Some("o2"))).unwrap()));
+        assert_eq!(state.by_controller["o1"].len(), 1);
+        assert_eq!(state.by_controller["o2"].len(), 1);
+        state.remove(&ObjectKey::new(Some("ns"), "b"));
+        assert!(!state.by_controller.contains_key("o1"));
+    }
+}

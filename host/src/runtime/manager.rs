@@ -1,0 +1,263 @@
+//! The set of running plugins: validate-then-swap on every new version, clean stop on removal.
+//!
+//! A new version is compiled and its `describe()` called off the async runtime before it replaces anything; a
+//! version that fails is reported and the previous one keeps serving. When the new version declares the same
+//! kinds, it is swapped into the running controller (reconciles in flight finish on the old one); when the
+//! kinds changed, the controller restarts with new watches.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::Mutex;
+
+use super::cache::{CacheError, Caches};
+use super::controller::{Controller, ControllerOptions, Logic, Version};
+use crate::delivery::{PluginPackage, PluginSettings};
+use crate::plugin::{ControllerSpec, LoadError, PluginEngine};
+use crate::telemetry::Metrics;
+
+/// What an update did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateResult {
+    /// Same component, configuration and settings: nothing to do.
+    Unchanged,
+    /// A new controller started.
+    Started,
+    /// The running controller now serves the new version.
+    Swapped,
+    /// The kinds or settings changed: the controller restarted with the new version.
+    Restarted,
+}
+
+/// Why a version was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum UpdateError {
+    /// The component did not load.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// Compilation panicked or was cancelled.
+    #[error("loading the plugin was interrupted: {0}")]
+    Interrupted(String),
+}
+
+struct Slot {
+    sha256: String,
+    config: Value,
+    settings: PluginSettings,
+    spec: ControllerSpec,
+    running: Arc<Mutex<Option<Controller>>>,
+    starter: tokio::task::JoinHandle<()>,
+}
+
+/// Runs one controller per plugin. Cheap to clone.
+#[derive(Clone)]
+pub struct Manager {
+    engine: PluginEngine,
+    caches: Caches,
+    metrics: Option<Metrics>,
+    instance: Option<String>,
+    slots: Arc<Mutex<HashMap<String, Slot>>>,
+}
+
+impl std::fmt::Debug for Manager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Manager").finish_non_exhaustive()
+    }
+}
+
+impl Manager {
+    /// A manager with no plugins. `instance` names this host in events.
+    pub fn new(engine: PluginEngine, caches: Caches, metrics: Option<Metrics>, instance: Option<String>) -> Self {
+        Self {
+            engine,
+            caches,
+            metrics,
+            instance,
+            slots: Arc::default(),
+        }
+    }
+
+    /// Names of the plugins currently installed.
+    pub async fn plugins(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.slots.lock().await.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// True when every installed plugin's controller is running (its caches synced).
+    pub async fn all_running(&self) -> bool {
+        for slot in self.slots.lock().await.values() {
+            if slot.running.lock().await.is_none() {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Validates `package` and makes it the serving version of plugin `name`.
+    pub async fn update(&self, name: &str, package: PluginPackage) -> Result<UpdateResult, UpdateError> {
+        use sha2::Digest;
+        let sha256 = hex::encode(sha2::Sha256::digest(&package.wasm));
+        {
+            let slots = self.slots.lock().await;
+            if let Some(slot) = slots.get(name) {
+                if slot.sha256 == sha256 && slot.config == package.config && slot.settings == package.settings {
+                    return Ok(UpdateResult::Unchanged);
+                }
+            }
+        }
+        let engine = self.engine.clone();
+        let plugin_name = name.to_owned();
+        let limits = package.settings.limits;
+        let wasm = package.wasm;
+        let loaded = tokio::task::spawn_blocking(move || engine.load(&plugin_name, &wasm, limits))
+            .await
+            .map_err(|e| UpdateError::Interrupted(e.to_string()));
+        let plugin = match loaded.and_then(|r| r.map_err(UpdateError::from)) {
+            Ok(plugin) => plugin,
+            Err(error) => {
+                if let Some(metrics) = &self.metrics {
+                    metrics.record_plugin_load(name, false);
+                }
+                return Err(error);
+            }
+        };
+        if let Some(metrics) = &self.metrics {
+            metrics.record_plugin_load(name, true);
+            metrics.set_plugin_info(name, plugin.sha256(), plugin.wit_version());
+        }
+        let spec = plugin.spec().clone();
+        let version = Version {
+            logic: Logic::Wasm(plugin),
+            config: Arc::new(package.config.clone()),
+        };
+
+        let mut slots = self.slots.lock().await;
+        let same_shape = slots.get(name).is_some_and(|slot| {
+            slot.spec == spec
+                && slot.settings.concurrency == package.settings.concurrency
+                && slot.settings.namespaces == package.settings.namespaces
+                && slot.settings.resync == package.settings.resync
+        });
+        if same_shape {
+            let slot = slots.get_mut(name).expect("checked above");
+            let running = slot.running.lock().await;
+            if let Some(controller) = running.as_ref() {
+                controller.swap(version);
+                drop(running);
+                slot.sha256 = sha256;
+                slot.config = package.config;
+                slot.settings = package.settings;
+                tracing::info!(plugin = name, sha256 = %slot.sha256, "new version serving");
+                return Ok(UpdateResult::Swapped);
+            }
+        }
+        let previous = slots.remove(name);
+        let result = if previous.is_some() {
+            UpdateResult::Restarted
+        } else {
+            UpdateResult::Started
+        };
+        if let Some(previous) = previous {
+            stop_slot(previous).await;
+        }
+        let slot = self.start_slot(name, version, sha256, package.config, package.settings, spec);
+        slots.insert(name.to_owned(), slot);
+        Ok(result)
+    }
+
+    /// Stops and forgets plugin `name`. Returns whether it was installed.
+    pub async fn remove(&self, name: &str) -> bool {
+        let slot = self.slots.lock().await.remove(name);
+        if let Some(metrics) = &self.metrics {
+            metrics.forget_plugin(name);
+        }
+        match slot {
+            Some(slot) => {
+                stop_slot(slot).await;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stops every controller.
+    pub async fn shut_down(&self) {
+        let slots: Vec<Slot> = self.slots.lock().await.drain().map(|(_, slot)| slot).collect();
+        for slot in slots {
+            stop_slot(slot).await;
+        }
+    }
+
+    fn start_slot(
+        &self,
+        name: &str,
+        version: Version,
+        sha256: String,
+        config: Value,
+        settings: PluginSettings,
+        spec: ControllerSpec,
+    ) -> Slot {
+        let running: Arc<Mutex<Option<Controller>>> = Arc::default();
+        let options = ControllerOptions {
+            concurrency: settings.concurrency,
+            namespaces: settings.namespaces.clone(),
+            resync: settings.resync,
+            instance: self.instance.clone(),
+        };
+        let starter = tokio::spawn(start_when_served(
+            name.to_owned(),
+            version,
+            self.caches.clone(),
+            options,
+            self.metrics.clone(),
+            running.clone(),
+        ));
+        Slot {
+            sha256,
+            config,
+            settings,
+            spec,
+            running,
+            starter,
+        }
+    }
+}
+
+/// Starts the controller, retrying while a kind it needs is not served yet (its CRD may come later).
+async fn start_when_served(
+    name: String,
+    version: Version,
+    caches: Caches,
+    options: ControllerOptions,
+    metrics: Option<Metrics>,
+    running: Arc<Mutex<Option<Controller>>>,
+) {
+    let mut waited = 0u32;
+    loop {
+        match Controller::start(&name, version.clone(), &caches, options.clone(), metrics.clone()).await {
+            Ok(controller) => {
+                *running.lock().await = Some(controller);
+                return;
+            }
+            Err(error) => {
+                let super::controller::StartError::Cache(CacheError::NotServed { gvk, .. }) = &error;
+                if waited % 15 == 0 {
+                    tracing::warn!(plugin = %name, kind = %gvk, "waiting for the API server to serve a kind the plugin declares (is its CRD installed?)");
+                }
+                waited += 1;
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+        }
+    }
+}
+
+async fn stop_slot(slot: Slot) {
+    slot.starter.abort();
+    let _ = slot.starter.await;
+    if let Some(controller) = slot.running.lock().await.take() {
+        controller.stop().await;
+    }
+}

@@ -1,0 +1,82 @@
+//! Serves a plugin's `get` and `list` from the shared caches and records what it read.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use wasm_reconciler_apiserver::selector::LabelSelector;
+
+use super::cache::{KindCache, ObjectKey};
+use super::dependencies::Read;
+use crate::plugin::{ClusterReader, Gvk};
+
+/// Reads for one reconcile. Kinds are checked against the plugin's declarations before this is reached.
+pub struct CacheReader {
+    caches: HashMap<Gvk, Arc<KindCache>>,
+    reads: Mutex<Vec<Read>>,
+}
+
+impl std::fmt::Debug for CacheReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CacheReader")
+            .field("kinds", &self.caches.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl CacheReader {
+    /// A reader over the caches of the plugin's declared kinds.
+    pub fn new(caches: HashMap<Gvk, Arc<KindCache>>) -> Self {
+        Self {
+            caches,
+            reads: Mutex::default(),
+        }
+    }
+
+    /// What was read so far.
+    pub fn take_reads(&self) -> Vec<Read> {
+        std::mem::take(&mut *self.reads.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn cache(&self, kind: &Gvk) -> Result<&Arc<KindCache>, String> {
+        self.caches
+            .get(kind)
+            .ok_or_else(|| format!("kind {kind} is not being watched by the host"))
+    }
+
+    fn record(&self, read: Read) {
+        self.reads.lock().unwrap_or_else(PoisonError::into_inner).push(read);
+    }
+}
+
+impl ClusterReader for CacheReader {
+    fn get(&self, kind: &Gvk, namespace: Option<&str>, name: &str) -> Result<Option<String>, String> {
+        let cache = self.cache(kind)?;
+        let namespace = if cache.namespaced() { namespace } else { None };
+        if cache.namespaced() && namespace.is_none() {
+            return Err(format!("{kind} is namespaced: `get` needs a namespace"));
+        }
+        let key = ObjectKey::new(namespace, name);
+        let found = cache.get(&key).map(|object| object.json.to_string());
+        self.record(Read::Get { gvk: kind.clone(), key });
+        Ok(found)
+    }
+
+    fn list(&self, kind: &Gvk, namespace: Option<&str>, label_selector: Option<&str>) -> Result<Vec<String>, String> {
+        let cache = self.cache(kind)?;
+        let selector = LabelSelector::parse(label_selector.unwrap_or_default())
+            .map_err(|e| format!("label selector {:?}: {e}", label_selector.unwrap_or_default()))?;
+        let namespace = if cache.namespaced() { namespace } else { None };
+        let mut objects: Vec<_> = cache
+            .list(namespace)
+            .into_iter()
+            .filter(|object| selector.matches(&object.value))
+            .collect();
+        objects.sort_by(|a, b| a.key.cmp(&b.key));
+        self.record(Read::List {
+            gvk: kind.clone(),
+            namespace: namespace.map(str::to_owned),
+            selector,
+        });
+        Ok(objects.iter().map(|object| object.json.to_string()).collect())
+    }
+}
