@@ -151,15 +151,15 @@ pub fn prepare_children(
         let mut object = child.clone();
         match (primary.namespace, namespaced) {
             (Some(primary_namespace), true) => {
-                if let Some(namespace) = child["metadata"]["namespace"].as_str() {
-                    if namespace != primary_namespace {
-                        return Err(ScopeError::OtherNamespace {
-                            kind,
-                            name,
-                            namespace: namespace.to_owned(),
-                            primary_namespace: primary_namespace.to_owned(),
-                        });
-                    }
+                if let Some(namespace) = child["metadata"]["namespace"].as_str()
+                    && namespace != primary_namespace
+                {
+                    return Err(ScopeError::OtherNamespace {
+                        kind,
+                        name,
+                        namespace: namespace.to_owned(),
+                        primary_namespace: primary_namespace.to_owned(),
+                    });
                 }
                 object["metadata"]["namespace"] = json!(primary_namespace);
             }

@@ -122,10 +122,10 @@ fn merge_condition(
     }
     match conditions.iter_mut().find(|c| c["type"] == type_) {
         Some(existing) => {
-            if existing["status"] == status.as_str() {
-                if let Some(time) = existing.get("lastTransitionTime").filter(|t| t.is_string()) {
-                    fresh["lastTransitionTime"] = time.clone();
-                }
+            if existing["status"] == status.as_str()
+                && let Some(time) = existing.get("lastTransitionTime").filter(|t| t.is_string())
+            {
+                fresh["lastTransitionTime"] = time.clone();
             }
             *existing = fresh;
         }

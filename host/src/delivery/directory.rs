@@ -103,10 +103,10 @@ impl DirectorySource {
     }
 
     async fn load(&self, manager: &Manager, name: &str, path: &Path) {
-        if let Some(client) = &self.crds {
-            if let Err(error) = install_crds(client, &path.join(CRD_FILE)).await {
-                tracing::error!(plugin = name, error = %error, "could not install the plugin's CRDs");
-            }
+        if let Some(client) = &self.crds
+            && let Err(error) = install_crds(client, &path.join(CRD_FILE)).await
+        {
+            tracing::error!(plugin = name, error = %error, "could not install the plugin's CRDs");
         }
         let read = |file: &str| std::fs::read(path.join(file)).ok();
         let text = |file: &str| read(file).map(|bytes| String::from_utf8_lossy(&bytes).into_owned());

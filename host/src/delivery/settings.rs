@@ -133,13 +133,13 @@ impl PluginSettings {
                 Some(every)
             }
         };
-        if let Some(namespaces) = &raw.namespaces {
-            if namespaces.is_empty() || namespaces.iter().any(|n| n.is_empty()) {
-                return Err(SettingsError::Invalid {
-                    key: "namespaces",
-                    message: "must list namespace names".into(),
-                });
-            }
+        if let Some(namespaces) = &raw.namespaces
+            && (namespaces.is_empty() || namespaces.iter().any(|n| n.is_empty()))
+        {
+            return Err(SettingsError::Invalid {
+                key: "namespaces",
+                message: "must list namespace names".into(),
+            });
         }
         Ok(Self {
             limits,

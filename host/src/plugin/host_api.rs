@@ -75,7 +75,7 @@ impl host::Host for CallState {
                 cut -= 1;
             }
             message.truncate(cut);
-            message.push_str("…");
+            message.push('…');
         }
         let plugin = self.labels.plugin.as_str();
         let key = self.labels.key.as_str();

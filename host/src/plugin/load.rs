@@ -270,12 +270,12 @@ fn check_spec(answer: super::bindings::wasm_reconciler::plugin::types::Controlle
     for gvk in &reads {
         check_gvk("read", gvk)?;
     }
-    if let Some(finalizer) = &answer.finalizer {
-        if !is_qualified_finalizer(finalizer) {
-            return Err(LoadError::InvalidSpec(format!(
-                "finalizer {finalizer:?} must be a domain-qualified name such as `example.com/cleanup`"
-            )));
-        }
+    if let Some(finalizer) = &answer.finalizer
+        && !is_qualified_finalizer(finalizer)
+    {
+        return Err(LoadError::InvalidSpec(format!(
+            "finalizer {finalizer:?} must be a domain-qualified name such as `example.com/cleanup`"
+        )));
     }
     if answer.resync_seconds == Some(0) {
         return Err(LoadError::InvalidSpec("resync-seconds must be at least 1".into()));

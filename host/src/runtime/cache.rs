@@ -159,10 +159,10 @@ struct CacheState {
 impl CacheState {
     fn insert(&mut self, object: Arc<CachedObject>) -> Option<Arc<CachedObject>> {
         let old = self.objects.insert(object.key.clone(), object.clone());
-        if let Some(old_owner) = old.as_ref().and_then(|o| o.controller_uid.as_ref()) {
-            if Some(old_owner) != object.controller_uid.as_ref() {
-                self.unindex(old_owner, &object.key);
-            }
+        if let Some(old_owner) = old.as_ref().and_then(|o| o.controller_uid.as_ref())
+            && Some(old_owner) != object.controller_uid.as_ref()
+        {
+            self.unindex(old_owner, &object.key);
         }
         if let Some(owner) = &object.controller_uid {
             self.by_controller

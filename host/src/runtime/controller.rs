@@ -105,6 +105,9 @@ pub enum StartError {
     Cache(#[from] super::cache::CacheError),
 }
 
+/// Hash of the last object applied, per child (kind and key) of one primary.
+type AppliedChildren = HashMap<(Gvk, ObjectKey), u64>;
+
 /// Shared state of a running controller.
 struct Shared {
     name: String,
@@ -119,7 +122,7 @@ struct Shared {
     dependencies: Dependencies,
     events: EventSink,
     /// Per primary, the hash of the last object applied per child, to skip no-op applies.
-    last_applied: Mutex<HashMap<ObjectKey, HashMap<(Gvk, ObjectKey), u64>>>,
+    last_applied: Mutex<HashMap<ObjectKey, AppliedChildren>>,
     client: kube::Client,
     metrics: Option<Metrics>,
 }
@@ -318,10 +321,10 @@ impl Shared {
         }
         if is_owned {
             for object in [&change.old, &change.new].into_iter().flatten() {
-                if let Some(owner) = self.owner_key(&object.value) {
-                    if self.wants(&owner) {
-                        self.queue.add(owner, Source::Change);
-                    }
+                if let Some(owner) = self.owner_key(&object.value)
+                    && self.wants(&owner)
+                {
+                    self.queue.add(owner, Source::Change);
                 }
             }
         }
@@ -475,15 +478,15 @@ impl Shared {
                 }
             }
         };
-        if let Some(prepared) = &prepared {
-            if let Err(error) = self.write_children(object_key, key, primary_ref.uid, prepared).await {
-                let ended = self.write_failed(key, error);
-                if matches!(ended, Ended::Failed(_)) {
-                    let state = ReconciledState::failed("ApplyFailed", "writing children failed; see the host log");
-                    self.finish_failed(&primary, key, state).await;
-                }
-                return ended;
+        if let Some(prepared) = &prepared
+            && let Err(error) = self.write_children(object_key, key, primary_ref.uid, prepared).await
+        {
+            let ended = self.write_failed(key, error);
+            if matches!(ended, Ended::Failed(_)) {
+                let state = ReconciledState::failed("ApplyFailed", "writing children failed; see the host log");
+                self.finish_failed(&primary, key, state).await;
             }
+            return ended;
         }
 
         let previous = reconciled_condition(primary.get("status"));
@@ -519,17 +522,18 @@ impl Shared {
                 .await;
         }
 
-        if deleting && outcome.finalized {
-            if let Some(finalizer) = &self.spec.finalizer {
-                let api = self.api_for(&self.spec.primary, object_key.namespace.as_deref());
-                match writer::remove_finalizer(&api, &self.field_manager, &primary, finalizer).await {
-                    Ok(Some(updated)) => {
-                        tracing::info!(plugin = %self.name, key, finalizer, "cleanup finished; finalizer removed");
-                        self.primary.record_write(updated, true);
-                    }
-                    Ok(None) => {}
-                    Err(error) => return self.write_failed(key, error),
+        if deleting
+            && outcome.finalized
+            && let Some(finalizer) = &self.spec.finalizer
+        {
+            let api = self.api_for(&self.spec.primary, object_key.namespace.as_deref());
+            match writer::remove_finalizer(&api, &self.field_manager, &primary, finalizer).await {
+                Ok(Some(updated)) => {
+                    tracing::info!(plugin = %self.name, key, finalizer, "cleanup finished; finalizer removed");
+                    self.primary.record_write(updated, true);
                 }
+                Ok(None) => {}
+                Err(error) => return self.write_failed(key, error),
             }
         }
         Ended::Done {

@@ -30,12 +30,15 @@ pub enum Read {
     },
 }
 
+/// The namespace (or all) and selector of one `list`.
+type ListedScope = (Option<String>, LabelSelector);
+
 #[derive(Debug, Default)]
 struct Index {
     /// (kind, key) → primaries that got it.
     gets: HashMap<(Gvk, ObjectKey), HashSet<ObjectKey>>,
     /// kind → primaries that listed it, with namespace and selector.
-    lists: HashMap<Gvk, HashMap<ObjectKey, Vec<(Option<String>, LabelSelector)>>>,
+    lists: HashMap<Gvk, HashMap<ObjectKey, Vec<ListedScope>>>,
     /// primary → what it read last time, to drop stale entries.
     reads_of: HashMap<ObjectKey, Vec<Read>>,
 }

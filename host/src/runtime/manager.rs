@@ -102,10 +102,12 @@ impl Manager {
         let sha256 = hex::encode(sha2::Sha256::digest(&package.wasm));
         {
             let slots = self.slots.lock().await;
-            if let Some(slot) = slots.get(name) {
-                if slot.sha256 == sha256 && slot.config == package.config && slot.settings == package.settings {
-                    return Ok(UpdateResult::Unchanged);
-                }
+            if let Some(slot) = slots.get(name)
+                && slot.sha256 == sha256
+                && slot.config == package.config
+                && slot.settings == package.settings
+            {
+                return Ok(UpdateResult::Unchanged);
             }
         }
         let engine = self.engine.clone();
@@ -244,7 +246,7 @@ async fn start_when_served(
             }
             Err(error) => {
                 let super::controller::StartError::Cache(CacheError::NotServed { gvk, .. }) = &error;
-                if waited % 15 == 0 {
+                if waited.is_multiple_of(15) {
                     tracing::warn!(plugin = %name, kind = %gvk, "waiting for the API server to serve a kind the plugin declares (is its CRD installed?)");
                 }
                 waited += 1;

@@ -1,0 +1,75 @@
+# wasm-reconciler — the two commands a newcomer needs: `make dev` and `make test`.
+
+SHELL := /bin/bash
+CARGO ?= cargo
+WASM_TARGET := wasm32-wasip2
+WASM_PROFILE := wasm-release
+EXAMPLE_PLUGINS := configmapset webapp
+DEV_DIR := .dev
+
+# CI builds in a fresh clone: keep cargo's output outside it so repeated runs reuse builds.
+ifdef CI
+CARGO_TARGET_DIR ?= $(HOME)/.cache/wasm-reconciler/target
+endif
+CARGO_TARGET_DIR ?= $(CURDIR)/target
+export CARGO_TARGET_DIR
+
+WASM_OUT := $(CARGO_TARGET_DIR)/$(WASM_TARGET)/$(WASM_PROFILE)
+
+.PHONY: dev test toolchain plugins build lint fmt crds deploy-files bench clean-dev
+
+## dev: build the example plugins and run the embedded API server + host with them (prints the kubeconfig path).
+dev: plugins build
+	@mkdir -p $(DEV_DIR)/plugins
+	@for plugin in $(EXAMPLE_PLUGINS); do \
+		mkdir -p $(DEV_DIR)/plugins/$$plugin; \
+		cp plugins/$$plugin/crd.yaml $(DEV_DIR)/plugins/$$plugin/crd.yaml; \
+		cp $(WASM_OUT)/$$plugin.wasm $(DEV_DIR)/plugins/$$plugin/plugin.wasm.tmp; \
+		mv $(DEV_DIR)/plugins/$$plugin/plugin.wasm.tmp $(DEV_DIR)/plugins/$$plugin/plugin.wasm; \
+	done
+	$(CARGO_TARGET_DIR)/debug/wasm-reconciler dev --plugins-dir $(DEV_DIR)/plugins --kubeconfig-out $(DEV_DIR)/kubeconfig $(DEV_ARGS)
+
+## test: everything CI runs — formatting, lints, every test (unit, plugin, API server, end to end).
+test: toolchain
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) test --workspace
+	$(CARGO) test -p configmapset -p webapp --features configmapset/crd,webapp/crd
+
+## toolchain: the pinned Rust toolchain with the wasm32-wasip2 target.
+toolchain:
+	@command -v rustup >/dev/null || { echo "rustup is required: https://rustup.rs"; exit 1; }
+	@rustup toolchain install --profile minimal --component rustfmt,clippy $$(sed -n 's/^channel = "\(.*\)"/\1/p' rust-toolchain.toml) >/dev/null
+	@rustup target add $(WASM_TARGET) >/dev/null
+
+## plugins: build the example plugins as WebAssembly components.
+plugins: toolchain
+	$(CARGO) build --lib --target $(WASM_TARGET) --profile $(WASM_PROFILE) $(addprefix -p ,$(EXAMPLE_PLUGINS))
+	@for plugin in $(EXAMPLE_PLUGINS); do ls -l $(WASM_OUT)/$$plugin.wasm; done
+
+## build: the host binary.
+build: toolchain
+	$(CARGO) build -p wasm-reconciler
+
+## crds: regenerate the example plugins' CRD manifests from their Rust types.
+crds:
+	@for plugin in $(EXAMPLE_PLUGINS); do \
+		$(CARGO) run -q -p $$plugin --features crd --bin $$plugin-crdgen > plugins/$$plugin/crd.yaml; \
+	done
+
+## deploy-files: the generated parts of deploy/ (CRD copies, plugin ConfigMaps packed from fresh builds).
+deploy-files: plugins build
+	@mkdir -p deploy/crds deploy/plugins
+	@for plugin in $(EXAMPLE_PLUGINS); do \
+		cp plugins/$$plugin/crd.yaml deploy/crds/$$plugin.yaml; \
+		$(CARGO_TARGET_DIR)/debug/wasm-reconciler plugin pack $(WASM_OUT)/$$plugin.wasm --name $$plugin --gzip -o deploy/plugins/$$plugin.yaml; \
+	done
+
+## bench: the benchmarks; each writes its results under docs/benchmarks/.
+bench: toolchain
+	$(CARGO) bench -p wasm-reconciler
+	$(CARGO) bench -p wasm-reconciler-apiserver
+
+## clean-dev: forget the local dev cluster's files.
+clean-dev:
+	rm -rf $(DEV_DIR)
