@@ -24,6 +24,7 @@ pub mod lifecycle;
 pub mod object;
 pub mod openapi;
 pub mod patch;
+pub mod protobuf;
 pub mod registry;
 pub mod schema;
 pub mod selector;

@@ -197,7 +197,9 @@ fn parse_object(parts: &Parts, bytes: &[u8]) -> ApiResult<Value> {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/json")
         .to_ascii_lowercase();
-    let value: Value = if content_type.contains("yaml") {
+    let value: Value = if content_type.starts_with(crate::protobuf::CONTENT_TYPE) {
+        crate::protobuf::decode_object(bytes).map_err(|e| ApiError::bad_request(e.to_string()))?
+    } else if content_type.contains("yaml") {
         serde_yaml::from_slice(bytes)
             .map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))?
     } else if content_type.contains("json") || content_type.is_empty() {
@@ -207,7 +209,7 @@ fn parse_object(parts: &Parts, bytes: &[u8]) -> ApiResult<Value> {
         return Err(ApiError::new(
             415,
             "UnsupportedMediaType",
-            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
         ));
     };
     if !value.is_object() {
@@ -440,6 +442,8 @@ fn delete_options(query: &Query, body: &[u8]) -> ApiResult<DeleteOptions> {
     };
     let document: Value = if body.iter().all(u8::is_ascii_whitespace) {
         Value::Null
+    } else if body.starts_with(b"k8s\0") {
+        crate::protobuf::decode_object(body).map_err(|e| ApiError::bad_request(e.to_string()))?
     } else {
         serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
     };

@@ -186,6 +186,16 @@ impl WatchState {
             EventType::Deleted if now || before => "DELETED",
             _ => return true,
         };
+        if self.representation == Representation::Json && self.info.api_version() == self.info.storage_api_version {
+            let object = event.encoded_object();
+            let mut line = Vec::with_capacity(object.len() + 32);
+            line.extend_from_slice(b"{\"type\":\"");
+            line.extend_from_slice(event_type.as_bytes());
+            line.extend_from_slice(b"\",\"object\":");
+            line.extend_from_slice(object);
+            line.extend_from_slice(b"}\n");
+            return self.sender.send(Ok(Bytes::from(line))).await.is_ok();
+        }
         let rendered = self.render(&event.object);
         self.send_line(event_type, rendered).await
     }

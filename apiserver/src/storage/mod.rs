@@ -75,6 +75,26 @@ pub struct WatchEvent {
     pub object: Arc<Value>,
     /// Object before the change, when there was one.
     pub previous: Option<Arc<Value>>,
+    /// The object's JSON, encoded once for all watchers that serve the stored form.
+    pub encoded: std::sync::OnceLock<bytes::Bytes>,
+}
+
+impl WatchEvent {
+    fn new(event_type: EventType, revision: u64, object: Arc<Value>, previous: Option<Arc<Value>>) -> Self {
+        WatchEvent {
+            event_type,
+            revision,
+            object,
+            previous,
+            encoded: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The object's JSON (stored form), encoded on first use.
+    pub fn encoded_object(&self) -> &bytes::Bytes {
+        self.encoded
+            .get_or_init(|| bytes::Bytes::from(serde_json::to_vec(self.object.as_ref()).unwrap_or_default()))
+    }
 }
 
 /// What a write decided, given the current object.
@@ -380,12 +400,7 @@ impl Store {
                 resource.objects.insert(slot, object.clone());
             }
         }
-        let event = Arc::new(WatchEvent {
-            event_type,
-            revision: next,
-            object: object.clone(),
-            previous: current,
-        });
+        let event = Arc::new(WatchEvent::new(event_type, next, object.clone(), current));
         resource.history.push_back(event.clone());
         while resource.history.len() > history_limit {
             if let Some(evicted) = resource.history.pop_front() {
@@ -410,12 +425,12 @@ impl Store {
                 .objects
                 .values()
                 .map(|object| {
-                    Arc::new(WatchEvent {
-                        event_type: EventType::Added,
-                        revision: object::resource_version(object).parse().unwrap_or(0),
-                        object: object.clone(),
-                        previous: None,
-                    })
+                    Arc::new(WatchEvent::new(
+                        EventType::Added,
+                        object::resource_version(object).parse().unwrap_or(0),
+                        object.clone(),
+                        None,
+                    ))
                 })
                 .collect(),
             WatchFrom::Revision(requested) => {

@@ -510,3 +510,70 @@ async fn restart_with_data_dir_keeps_objects() {
         "configmap/demo unchanged\n"
     );
 }
+
+#[tokio::test]
+async fn typed_create_commands_send_protobuf() {
+    if !kubectl_available() {
+        return;
+    }
+    let kubectl = Kubectl::start().await;
+    assert_eq!(
+        kubectl
+            .ok(&["create", "configmap", "literal", "--from-literal=a=b"])
+            .await,
+        "configmap/literal created\n"
+    );
+    assert_eq!(
+        kubectl.ok(&["get", "cm", "literal", "-o", "jsonpath={.data.a}"]).await,
+        "b"
+    );
+    assert_eq!(
+        kubectl.ok(&["create", "namespace", "team-a"]).await,
+        "namespace/team-a created\n"
+    );
+    assert_eq!(
+        kubectl
+            .ok(&[
+                "create",
+                "deployment",
+                "web",
+                "--image=nginx:1.27",
+                "--replicas=0",
+                "-n",
+                "team-a"
+            ])
+            .await,
+        "deployment.apps/web created\n"
+    );
+    assert_eq!(
+        kubectl
+            .ok(&[
+                "get",
+                "deploy",
+                "web",
+                "-n",
+                "team-a",
+                "-o",
+                "jsonpath={.spec.replicas} {.spec.template.spec.containers[0].image}"
+            ])
+            .await,
+        "0 nginx:1.27"
+    );
+    assert_eq!(
+        kubectl
+            .ok(&["create", "secret", "generic", "s", "--from-literal=password=hunter2"])
+            .await,
+        "secret/s created\n"
+    );
+    assert_eq!(
+        kubectl
+            .ok(&["get", "secret", "s", "-o", "jsonpath={.data.password}"])
+            .await,
+        "aHVudGVyMg=="
+    );
+    let err = kubectl.fails(&["create", "configmap", "literal"]).await;
+    assert_eq!(
+        err,
+        "error: failed to create configmap: configmaps \"literal\" already exists\n"
+    );
+}
