@@ -12,22 +12,11 @@ use flate2::write::GzEncoder;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-/// Label that marks a ConfigMap as a plugin for the host to load.
-pub const PLUGIN_LABEL: &str = "wasm-reconciler.io/plugin";
-/// Annotation that pins the sha256 of the uncompressed component.
-pub const SHA256_ANNOTATION: &str = "wasm-reconciler.io/sha256";
-/// `binaryData` key of an uncompressed component.
-pub const WASM_KEY: &str = "plugin.wasm";
-/// `binaryData` key of a gzip-compressed component.
-pub const WASM_GZIP_KEY: &str = "plugin.wasm.gz";
-/// `data` key of the plugin's configuration, handed to the plugin.
-pub const CONFIG_KEY: &str = "config.yaml";
-/// `data` key of the host settings for the plugin (limits, concurrency, resync, namespaces).
-pub const SETTINGS_KEY: &str = "settings.yaml";
+use crate::delivery::configmap::{PLUGIN_LABEL, SHA256_ANNOTATION};
+use crate::delivery::package::{CONFIG_KEY, MAX_PACKAGE_BYTES, SETTINGS_KEY, WASM_GZ_KEY, WASM_KEY};
+
 /// The namespace plugins are packed for unless told otherwise: the host's own.
 pub const DEFAULT_NAMESPACE: &str = "wasm-reconciler";
-/// Most bytes of `data` and `binaryData` values one ConfigMap may hold (decoded), as the API server enforces.
-pub const CONFIGMAP_LIMIT_BYTES: usize = 1024 * 1024;
 
 /// The first eight bytes of a WebAssembly binary: magic `\0asm`, then a version and a layer.
 const WASM_MAGIC: [u8; 4] = *b"\0asm";
@@ -123,11 +112,11 @@ pub type Result<T, E = PackError> = std::result::Result<T, E>;
 fn too_large_message(total: usize, wasm: usize, data: usize, gzip: bool, gzip_total: Option<usize>) -> String {
     let stored = if gzip { "compressed component" } else { "component" };
     let mut message = format!(
-        "the ConfigMap would hold {total} bytes ({stored} {wasm} + data {data}), over the {CONFIGMAP_LIMIT_BYTES}-byte \
+        "the ConfigMap would hold {total} bytes ({stored} {wasm} + data {data}), over the {MAX_PACKAGE_BYTES}-byte \
          (1 MiB) limit of a ConfigMap"
     );
     match gzip_total {
-        Some(compressed) if compressed <= CONFIGMAP_LIMIT_BYTES => {
+        Some(compressed) if compressed <= MAX_PACKAGE_BYTES => {
             message.push_str(&format!("; with --gzip it would hold {compressed} bytes and fit"));
         }
         Some(compressed) => {
@@ -135,7 +124,7 @@ fn too_large_message(total: usize, wasm: usize, data: usize, gzip: bool, gzip_to
         }
         None => {}
     }
-    if gzip_total.is_none_or(|compressed| compressed > CONFIGMAP_LIMIT_BYTES) {
+    if gzip_total.is_none_or(|compressed| compressed > MAX_PACKAGE_BYTES) {
         message.push_str(
             "; build the plugin with the wasm-release profile (opt-level \"z\", LTO, stripped) to make it smaller",
         );
@@ -292,12 +281,12 @@ pub fn pack(wasm: &[u8], options: &PackOptions) -> Result<String> {
     let data_bytes: usize = data.values().map(|text| text.len()).sum();
 
     let (key, stored) = if options.gzip {
-        (WASM_GZIP_KEY, gzip(wasm)?)
+        (WASM_GZ_KEY, gzip(wasm)?)
     } else {
         (WASM_KEY, wasm.to_vec())
     };
     let total_bytes = stored.len() + data_bytes;
-    if total_bytes > CONFIGMAP_LIMIT_BYTES {
+    if total_bytes > MAX_PACKAGE_BYTES {
         let gzip_total_bytes = if options.gzip {
             None
         } else {
@@ -466,7 +455,7 @@ mod tests {
         let value = parse(&manifest);
         assert!(field(&value, &["binaryData"]).get(WASM_KEY).is_none());
         let compressed = BASE64
-            .decode(text(&value, &["binaryData", WASM_GZIP_KEY]))
+            .decode(text(&value, &["binaryData", WASM_GZ_KEY]))
             .expect("base64");
         assert!(
             compressed.len() < wasm.len() / 10,
@@ -518,7 +507,7 @@ mod tests {
     #[test]
     fn exactly_the_limit_fits() {
         let data = "x: 1\n";
-        let wasm = component_of(CONFIGMAP_LIMIT_BYTES - data.len());
+        let wasm = component_of(MAX_PACKAGE_BYTES - data.len());
         let options = PackOptions {
             config: Some(data.to_owned()),
             ..PackOptions::new("p")
@@ -529,7 +518,7 @@ mod tests {
     #[test]
     fn over_the_limit_is_refused_with_the_sizes() {
         let data = "x: 1\n";
-        let wasm = component_of(CONFIGMAP_LIMIT_BYTES - data.len() + 1);
+        let wasm = component_of(MAX_PACKAGE_BYTES - data.len() + 1);
         let options = PackOptions {
             config: Some(data.to_owned()),
             ..PackOptions::new("p")
@@ -550,7 +539,7 @@ mod tests {
             (1_048_577, 1_048_572, 5, false)
         );
         let gzip_total = gzip_total_bytes.expect("the compressed size is computed");
-        assert!(gzip_total > CONFIGMAP_LIMIT_BYTES, "random bytes do not compress");
+        assert!(gzip_total > MAX_PACKAGE_BYTES, "random bytes do not compress");
         let message = pack(&wasm, &options).expect_err("refused").to_string();
         assert!(message.starts_with(
             "the ConfigMap would hold 1048577 bytes (component 1048572 + data 5), over the 1048576-byte (1 MiB) limit"
@@ -561,7 +550,7 @@ mod tests {
 
     #[test]
     fn over_the_limit_suggests_gzip_when_that_would_fit() {
-        let wasm = compressible_component_of(2 * CONFIGMAP_LIMIT_BYTES);
+        let wasm = compressible_component_of(2 * MAX_PACKAGE_BYTES);
         let error = pack(&wasm, &PackOptions::new("p")).expect_err("refused");
         let message = error.to_string();
         assert!(message.contains("with --gzip it would hold"), "{message}");
@@ -573,7 +562,7 @@ mod tests {
         else {
             panic!("{error:?}")
         };
-        assert!(compressed <= CONFIGMAP_LIMIT_BYTES);
+        assert!(compressed <= MAX_PACKAGE_BYTES);
 
         let options = PackOptions {
             gzip: true,
@@ -584,7 +573,7 @@ mod tests {
 
     #[test]
     fn compressed_but_still_too_large_is_refused() {
-        let wasm = component_of(CONFIGMAP_LIMIT_BYTES + 100);
+        let wasm = component_of(MAX_PACKAGE_BYTES + 100);
         let options = PackOptions {
             gzip: true,
             ..PackOptions::new("p")
