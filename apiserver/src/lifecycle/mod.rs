@@ -166,21 +166,49 @@ fn check_namespace(request: &WriteRequest, object: &mut Value) -> ApiResult<()> 
     Ok(())
 }
 
-/// Compare objects ignoring the timestamps in managedFields.
+/// Compare objects ignoring resourceVersion and the timestamps in managedFields (without copying).
 fn same_content(a: &Value, b: &Value) -> bool {
-    fn strip(v: &Value) -> Value {
-        let mut v = v.clone();
-        if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.remove("resourceVersion");
-            if let Some(fields) = meta.get_mut("managedFields").and_then(Value::as_array_mut) {
-                for entry in fields.iter_mut().filter_map(Value::as_object_mut) {
-                    entry.remove("time");
-                }
-            }
-        }
-        v
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return a == b;
+    };
+    a.len() == b.len()
+        && a.iter().all(|(key, left)| match b.get(key) {
+            Some(right) if key == "metadata" => same_metadata(left, right),
+            Some(right) => left == right,
+            None => false,
+        })
+}
+
+fn same_metadata(a: &Value, b: &Value) -> bool {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return a == b;
+    };
+    let relevant = |map: &serde_json::Map<String, Value>| map.keys().filter(|k| *k != "resourceVersion").count();
+    if relevant(a) != relevant(b) {
+        return false;
     }
-    strip(a) == strip(b)
+    a.iter().filter(|(k, _)| *k != "resourceVersion").all(|(key, left)| {
+        let Some(right) = b.get(key) else {
+            return false;
+        };
+        if key != "managedFields" {
+            return left == right;
+        }
+        match (left.as_array(), right.as_array()) {
+            (Some(l), Some(r)) => {
+                l.len() == r.len()
+                    && l.iter().zip(r).all(|(x, y)| match (x.as_object(), y.as_object()) {
+                        (Some(x), Some(y)) => {
+                            x.iter().filter(|(k, _)| *k != "time").count()
+                                == y.iter().filter(|(k, _)| *k != "time").count()
+                                && x.iter().filter(|(k, _)| *k != "time").all(|(k, v)| y.get(k) == Some(v))
+                        }
+                        _ => x == y,
+                    })
+            }
+            _ => left == right,
+        }
+    })
 }
 
 fn without_metadata_and(object: &Value, drop_status: bool) -> Value {
@@ -380,12 +408,16 @@ impl Cluster {
         self.admit(request, &mut object, &mut warnings)?;
         let key = request.key(name);
         let info = request.info.clone();
-        let written = self.store.write(&key, request.dry_run, |current, _| {
-            let Some(current) = current else {
-                return Err(ApiError::not_found(info.subject(name)));
-            };
-            self.prepare_update(request, current, object, None)
-        })?;
+        let written = loop {
+            let current = self
+                .store
+                .get(&key)
+                .ok_or_else(|| ApiError::not_found(info.subject(name)))?;
+            let change = self.prepare_update(request, &current, object.clone(), None)?;
+            if let Some(written) = self.store.swap(&key, request.dry_run, Some(&current), change)? {
+                break written;
+            }
+        };
         self.after_write(request, &written.object);
         Ok(WriteOutcome {
             object: conversion::to_served(&request.info, (*written.object).clone()),
@@ -422,10 +454,12 @@ impl Cluster {
                 }
             }
         }
-        let written = self.store.write(&key, request.dry_run, |current, _| {
-            let Some(current) = current else {
-                return Err(ApiError::not_found(info.subject(name)));
-            };
+        let written = loop {
+            let current = self
+                .store
+                .get(&key)
+                .ok_or_else(|| ApiError::not_found(info.subject(name)))?;
+            let current = &current;
             let served = conversion::to_served(&info, (**current).clone());
             let (patched, applied) = match kind {
                 PatchKind::Json => (patching::json_patch(&served, &document)?, false),
@@ -443,9 +477,13 @@ impl Cluster {
             check_type_meta(&info, &mut patched)?;
             check_namespace(request, &mut patched)?;
             let mut object = conversion::to_storage(&info, patched);
+            warnings.clear();
             self.admit(request, &mut object, &mut warnings)?;
-            self.prepare_update(request, current, object, Some(applied))
-        })?;
+            let change = self.prepare_update(request, current, object, Some(applied))?;
+            if let Some(written) = self.store.swap(&key, request.dry_run, Some(current), change)? {
+                break written;
+            }
+        };
         self.after_write(request, &written.object);
         Ok(WriteOutcome {
             object: conversion::to_served(&request.info, (*written.object).clone()),

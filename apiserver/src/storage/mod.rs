@@ -346,6 +346,34 @@ impl Store {
     where
         F: FnOnce(Option<&Arc<Value>>, u64) -> ApiResult<Change>,
     {
+        self.write_locked(key, dry_run, |current, next| decide(current, next).map(Some))
+            .map(|written| written.expect("decide always decides"))
+    }
+
+    /// Compare-and-swap: store `change` only if the object is still `seen` (the same stored
+    /// version, or still absent). Returns None when another write came first; the caller
+    /// recomputes from the new state. Lets expensive patches run outside the store lock.
+    pub fn swap(
+        &self,
+        key: &ObjectKey,
+        dry_run: bool,
+        seen: Option<&Arc<Value>>,
+        change: Change,
+    ) -> ApiResult<Option<Written>> {
+        self.write_locked(key, dry_run, |current, _| {
+            let unchanged = match (current, seen) {
+                (None, None) => true,
+                (Some(current), Some(seen)) => Arc::ptr_eq(current, seen),
+                _ => false,
+            };
+            Ok(unchanged.then_some(change))
+        })
+    }
+
+    fn write_locked<F>(&self, key: &ObjectKey, dry_run: bool, decide: F) -> ApiResult<Option<Written>>
+    where
+        F: FnOnce(Option<&Arc<Value>>, u64) -> ApiResult<Option<Change>>,
+    {
         let mut state = self.state.lock();
         let next = state.revision + 1;
         let slot = (key.namespace.clone(), key.name.clone());
@@ -354,20 +382,22 @@ impl Store {
             .get(&key.storage)
             .and_then(|r| r.objects.get(&slot))
             .cloned();
-        let change = decide(current.as_ref(), next)?;
+        let Some(change) = decide(current.as_ref(), next)? else {
+            return Ok(None);
+        };
         let (mut object, event_type) = match change {
             Change::Unchanged(object) => {
-                return Ok(Written { object, event: None });
+                return Ok(Some(Written { object, event: None }));
             }
             Change::Create(object) => (object, EventType::Added),
             Change::Update(object) => (object, EventType::Modified),
             Change::Delete(object) => (object, EventType::Deleted),
         };
         if dry_run {
-            return Ok(Written {
+            return Ok(Some(Written {
                 object: Arc::new(object),
                 event: None,
-            });
+            }));
         }
         object::metadata_mut(&mut object).insert("resourceVersion".into(), Value::String(next.to_string()));
         if let Some(durable) = &self.durable {
@@ -408,10 +438,10 @@ impl Store {
             }
         }
         let _ = resource.sender.send(event);
-        Ok(Written {
+        Ok(Some(Written {
             object,
             event: Some(event_type),
-        })
+        }))
     }
 
     /// Start (or resume) a watch on a store.
