@@ -86,4 +86,6 @@ impl Guest for Chaos {
     }
 }
 
+// Exported only in the component: native cdylib linkers cannot take WIT export names.
+#[cfg(target_arch = "wasm32")]
 export!(Chaos);

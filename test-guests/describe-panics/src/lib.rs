@@ -22,4 +22,6 @@ impl Guest for DescribePanics {
     }
 }
 
+// Exported only in the component: native cdylib linkers cannot take WIT export names.
+#[cfg(target_arch = "wasm32")]
 export!(DescribePanics);

@@ -26,4 +26,6 @@ impl Guest for FutureWit {
     }
 }
 
+// Exported only in the component: native cdylib linkers cannot take WIT export names.
+#[cfg(target_arch = "wasm32")]
 export!(FutureWit);
