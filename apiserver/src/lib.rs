@@ -18,6 +18,7 @@ pub mod cluster;
 pub mod error;
 pub mod fault;
 pub mod gc;
+mod go_format;
 pub mod jsonpath;
 pub mod kubeconfig;
 pub mod lifecycle;

@@ -3,44 +3,7 @@
 use serde_json::{Map, Value};
 use std::fmt::Write as _;
 
-/// Go's `strconv.Quote` / `%q` for a string.
-pub(crate) fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if is_printable(c) => out.push(c),
-            c if (c as u32) < 0x10000 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => {
-                let _ = write!(out, "\\U{:08x}", c as u32);
-            }
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Approximation of Go's `unicode.IsPrint`: graphic characters and the ASCII space.
-fn is_printable(c: char) -> bool {
-    if c == ' ' {
-        return true;
-    }
-    !c.is_control() && !c.is_whitespace() && !matches!(c as u32, 0xad | 0x200b..=0x200f | 0x2028..=0x202e | 0xfeff)
-}
+pub(crate) use crate::go_format::quote;
 
 /// Go's `%v` for a float64 (`strconv.FormatFloat(f, 'g', -1, 64)`).
 pub(crate) fn float_v(f: f64) -> String {
