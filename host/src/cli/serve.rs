@@ -5,7 +5,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use k8s_openapi::api::coordination::v1::Lease;
 use kube::Client;
+use kube::api::Api;
 use tokio::sync::watch;
 
 use crate::delivery::configmap::ConfigMapSource;
@@ -106,21 +108,8 @@ pub async fn serve(
             lead(&client, &options, &engine, &metrics, &health, stop_rx.clone()).await;
         }
         Some(election) => {
-            let manager = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), &election.lease_name)
-                .with_namespace(&election.namespace)
-                .with_identity(&options.identity)
-                .with_duration(election.lease_duration.as_secs())
-                .with_grace(
-                    election
-                        .lease_duration
-                        .saturating_sub(election.renew_every)
-                        .as_secs()
-                        .max(1),
-                )
-                .build()
-                .await
-                .map_err(ServeError::Lease)?;
-            let (mut leading, lease_task) = manager.watch().await;
+            let (mut leading, mut lease_task) = start_lease(&client, election, &options.identity).await?;
+            let leases: Api<Lease> = Api::namespaced(client.clone(), &election.namespace);
             let mut stop = stop_rx.clone();
             tracing::info!(lease = %format!("{}/{}", election.namespace, election.lease_name), identity = %options.identity, "waiting to become the leader");
             loop {
@@ -153,6 +142,24 @@ pub async fn serve(
                 tokio::select! {
                     changed = leading.changed() => if changed.is_err() { break },
                     _ = stop.changed() => {}
+                    () = tokio::time::sleep(LEASE_RETRY) => {
+                        // The lease manager sleeps until the holder's term would end; a holder that released
+                        // the Lease on shutdown is replaced now rather than then.
+                        if lease_is_free(&leases, &election.lease_name).await {
+                            tracing::info!(identity = %options.identity, "the lease was released; taking it over");
+                            match start_lease(&client, election, &options.identity).await {
+                                Ok((fresh, task)) => {
+                                    // A standby's lease task holds nothing: ending it releases nothing.
+                                    lease_task.abort();
+                                    let _ = lease_task.await;
+                                    (leading, lease_task) = (fresh, task);
+                                }
+                                Err(error) => {
+                                    tracing::warn!(error = %crate::error_chain(&error), "could not compete for the released lease; retrying");
+                                }
+                            }
+                        }
+                    }
                 }
             }
             // Dropping the receiver makes the lease task release the lease so a successor takes over at once.
@@ -169,6 +176,50 @@ pub async fn serve(
         let _ = telemetry.await;
     }
     Ok(())
+}
+
+/// How often a standby checks whether the Lease was released.
+const LEASE_RETRY: Duration = Duration::from_secs(2);
+
+type LeaseTask =
+    tokio::task::JoinHandle<Result<kube_lease_manager::LeaseManager, kube_lease_manager::LeaseManagerError>>;
+
+/// Starts competing for the Lease: the receiver turns true while this host holds it.
+async fn start_lease(
+    client: &Client,
+    election: &LeaderElection,
+    identity: &str,
+) -> Result<(watch::Receiver<bool>, LeaseTask), ServeError> {
+    let manager = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), &election.lease_name)
+        .with_namespace(&election.namespace)
+        .with_identity(identity)
+        .with_duration(election.lease_duration.as_secs())
+        .with_grace(
+            election
+                .lease_duration
+                .saturating_sub(election.renew_every)
+                .as_secs()
+                .max(1),
+        )
+        .build()
+        .await
+        .map_err(ServeError::Lease)?;
+    Ok(manager.watch().await)
+}
+
+/// Whether the Lease has no holder (released, or not created yet). Errors count as held: try again later.
+async fn lease_is_free(leases: &Api<Lease>, name: &str) -> bool {
+    match leases.get_opt(name).await {
+        Ok(None) => true,
+        Ok(Some(lease)) => lease
+            .spec
+            .and_then(|spec| spec.holder_identity)
+            .is_none_or(|holder| holder.is_empty()),
+        Err(error) => {
+            tracing::debug!(error = %crate::error_chain(&error), "could not read the Lease");
+            false
+        }
+    }
 }
 
 /// One term of leadership: runs the manager and the plugin sources until `stop` turns true.
