@@ -2,4 +2,13 @@
 //! the `kube` client and `kubectl` as a user would.
 
 mod configmapset;
+mod configmapset_lifecycle;
+mod dependencies;
+mod failures;
 mod harness;
+mod journal;
+mod kinds;
+mod resilience;
+mod scope;
+mod through_kubectl;
+mod webapp;
