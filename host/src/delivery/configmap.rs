@@ -110,7 +110,10 @@ impl ConfigMapSource {
         self.handled.insert(name.clone(), version);
         let result = match decode(&config_map) {
             Ok(package) => manager.update(&name, package).await.map_err(|e| crate::error_chain(&e)),
-            Err(error) => Err(crate::error_chain(&error)),
+            Err(error) => {
+                manager.record_refused(&name);
+                Err(crate::error_chain(&error))
+            }
         };
         match result {
             Ok(UpdateResult::Unchanged) => {}
@@ -149,6 +152,9 @@ impl ConfigMapSource {
             name: config_map.metadata.name.clone(),
             namespace: config_map.metadata.namespace.clone(),
             uid: config_map.metadata.uid.clone(),
+            // The recorder folds Events with the same reason and object into one series and keeps the first
+            // note; naming the version keeps each version's verdict (and its reason) visible.
+            resource_version: config_map.metadata.resource_version.clone(),
             ..ObjectReference::default()
         };
         if let Err(error) = self.recorder.publish(event, &reference).await {

@@ -120,6 +120,7 @@ impl DirectorySource {
         let package = match package {
             Ok(package) => package,
             Err(error) => {
+                manager.record_refused(name);
                 tracing::error!(plugin = name, dir = %path.display(), error = %crate::error_chain(&error), "plugin refused; the previous version keeps serving");
                 return;
             }

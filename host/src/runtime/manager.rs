@@ -170,6 +170,14 @@ impl Manager {
         Ok(result)
     }
 
+    /// Counts a version of plugin `name` that was refused before it reached [`Manager::update`] (its package
+    /// did not decode: digest, gzip, size, configuration or settings), like a version that failed to load.
+    pub fn record_refused(&self, name: &str) {
+        if let Some(metrics) = &self.metrics {
+            metrics.record_plugin_load(name, false);
+        }
+    }
+
     /// Stops and forgets plugin `name`. Returns whether it was installed.
     pub async fn remove(&self, name: &str) -> bool {
         let slot = self.slots.lock().await.remove(name);
