@@ -56,9 +56,7 @@ impl Cluster {
 
     /// A kube client over HTTP from the kubeconfig, as a user's program would build it.
     pub async fn client(&self) -> anyhow::Result<kube::Client> {
-        let kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig)?;
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
-        Ok(kube::Client::try_from(config)?)
+        client_from_kubeconfig(&self.kubeconfig).await
     }
 
     /// Runs `kubectl` against this cluster. `None` (with a printed reason) when kubectl is not installed.
@@ -137,25 +135,43 @@ pub fn example_crd(plugin: &str) -> String {
     format!("{}/../plugins/{plugin}/crd.yaml", env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A host running in this process until stopped.
+/// A host running in this process until stopped, on a runtime of its own so that [`Host::kill`] ends every task
+/// it started (informers, workers, the lease renewal, the telemetry server) at once, as a crash would.
 pub struct Host {
+    runtime: Option<tokio::runtime::Runtime>,
     stop: watch::Sender<bool>,
-    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+    task: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
 }
 
 impl Host {
     /// Starts a host with `options` against the cluster.
     pub async fn start(cluster: &Cluster, options: HostOptions) -> anyhow::Result<Self> {
-        let client = cluster.client().await?;
+        Self::start_with_kubeconfig(&cluster.kubeconfig, options).await
+    }
+
+    /// Starts a host with `options`, its client built from `kubeconfig` (an API server of the test's choosing).
+    pub async fn start_with_kubeconfig(kubeconfig: &Path, options: HostOptions) -> anyhow::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("test-host")
+            .enable_all()
+            .build()?;
+        let kubeconfig = kubeconfig.to_path_buf();
         let (stop, mut stopped) = watch::channel(false);
-        let task = tokio::spawn(async move {
+        let task = runtime.spawn(async move {
+            // Built on the host's runtime: the client's connection tasks must die with the host.
+            let client = client_from_kubeconfig(&kubeconfig).await?;
             serve(client, options, async move {
                 let _ = stopped.wait_for(|stop| *stop).await;
             })
             .await
             .map_err(anyhow::Error::from)
         });
-        Ok(Self { stop, task })
+        Ok(Self {
+            runtime: Some(runtime),
+            stop,
+            task: Some(task),
+        })
     }
 
     /// Options for a host reconciling the plugins of `plugins_dir` (CRDs installed), without leader election.
@@ -190,17 +206,34 @@ impl Host {
     }
 
     /// Stops the host gracefully (workers finish, lease released) and waits for it.
-    pub async fn stop(self) -> anyhow::Result<()> {
+    pub async fn stop(mut self) -> anyhow::Result<()> {
         let _ = self.stop.send(true);
-        tokio::time::timeout(Duration::from_secs(30), self.task)
+        let task = self.task.take().context("the host task is started with the host")?;
+        tokio::time::timeout(Duration::from_secs(30), task)
             .await
             .context("host did not stop within 30s")??
     }
 
-    /// Stops the host abruptly, as a crash would: no cleanup, nothing released.
+    /// Stops the host abruptly, as a crash would: every task it started ends where it is, its connections
+    /// close, nothing is released.
     pub fn kill(self) {
-        self.task.abort();
+        drop(self);
     }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// A kube client over HTTP from a kubeconfig file.
+pub async fn client_from_kubeconfig(path: &Path) -> anyhow::Result<kube::Client> {
+    let kubeconfig = kube::config::Kubeconfig::read_from(path)?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+    Ok(kube::Client::try_from(config)?)
 }
 
 /// Polls `check` every 50 ms until it returns `Some`, failing with `what` after `timeout`.

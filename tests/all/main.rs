@@ -1,14 +1,19 @@
 //! End-to-end tests: the embedded API server over HTTP, the host, and the real example plugins, driven through
 //! the `kube` client and `kubectl` as a user would.
 
+mod configmap_delivery;
 mod configmapset;
 mod configmapset_lifecycle;
 mod dependencies;
+mod echo_kind;
 mod failures;
 mod harness;
 mod journal;
 mod kinds;
+mod leader;
+mod plugin_configmaps;
 mod resilience;
 mod scope;
+mod telemetry_probe;
 mod through_kubectl;
 mod webapp;

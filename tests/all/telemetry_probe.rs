@@ -1,0 +1,50 @@
+//! Probing a host's telemetry endpoint (`/metrics`, `/healthz`, `/readyz`) as a kubelet or Prometheus would.
+
+use std::net::{Ipv4Addr, SocketAddr};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A loopback address with a port that was free a moment ago, for a host's telemetry endpoint.
+pub fn free_local_addr() -> SocketAddr {
+    let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("binding a loopback port");
+    listener.local_addr().expect("a bound address")
+}
+
+/// `GET path` over HTTP/1.0: the status code and the body, or `None` when nothing answers.
+pub async fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .await
+        .ok()?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.ok()?;
+    let response = String::from_utf8_lossy(&response);
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, body.to_owned()))
+}
+
+/// The value of the sample `series` (a metric name with its labels exactly as exposed) in a `/metrics` body.
+pub fn sample(metrics: &str, series: &str) -> Option<f64> {
+    metrics.lines().find_map(|line| {
+        let value = line.strip_prefix(series)?.strip_prefix(' ')?;
+        value.split_whitespace().next()?.parse().ok()
+    })
+}
+
+/// The sum of every sample of `metric` whose labels include all of `labels` (`key="value"` pairs).
+pub fn sum_samples(metrics: &str, metric: &str, labels: &[&str]) -> f64 {
+    metrics
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix(metric)?.strip_prefix('{')?;
+            let (label_text, value) = rest.split_once("} ")?;
+            let present: Vec<&str> = label_text.split(',').collect();
+            labels
+                .iter()
+                .all(|wanted| present.contains(wanted))
+                .then(|| value.split_whitespace().next()?.parse::<f64>().ok())?
+        })
+        .sum()
+}
