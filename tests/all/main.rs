@@ -5,6 +5,7 @@ mod configmap_delivery;
 mod configmapset;
 mod configmapset_lifecycle;
 mod dependencies;
+mod deploy;
 mod echo_kind;
 mod failures;
 mod harness;

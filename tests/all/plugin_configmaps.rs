@@ -46,6 +46,11 @@ pub async fn install_crd(client: &kube::Client, path: &str) -> anyhow::Result<Ap
 
 /// What `wasm-reconciler plugin pack` makes of the component at `wasm_path`: a ConfigMap in the host's namespace.
 pub fn packed(wasm_path: &str, name: &str, config: Option<&str>, gzip: bool) -> anyhow::Result<ConfigMap> {
+    Ok(serde_yaml::from_str(&pack_manifest(wasm_path, name, config, gzip)?)?)
+}
+
+/// The manifest `wasm-reconciler plugin pack` writes for the component at `wasm_path`.
+pub fn pack_manifest(wasm_path: &str, name: &str, config: Option<&str>, gzip: bool) -> anyhow::Result<String> {
     let dir = tempfile::tempdir()?;
     let output = dir.path().join("plugin.yaml");
     let mut args = vec![
@@ -70,7 +75,7 @@ pub fn packed(wasm_path: &str, name: &str, config: Option<&str>, gzip: bool) -> 
     }
     let exit = wasm_reconciler::cli::run(Cli::try_parse_from(&args)?);
     anyhow::ensure!(exit == ExitCode::SUCCESS, "`{}` failed", args.join(" "));
-    Ok(serde_yaml::from_str(&std::fs::read_to_string(&output)?)?)
+    Ok(std::fs::read_to_string(&output)?)
 }
 
 /// Applies a plugin ConfigMap server-side (creating or replacing every field the operator set before).
