@@ -75,14 +75,15 @@ impl Health {
         self.flags.live.load(Ordering::Acquire)
     }
 
-    /// Ready, or the first reason it is not: caches are checked before leadership.
+    /// Ready, or the first reason it is not: leadership is checked before caches, since a standby runs no
+    /// caches at all.
     pub fn readiness(&self) -> Result<(), NotReady> {
         let flags = &self.flags;
-        if !flags.synced.load(Ordering::Acquire) {
-            return Err(NotReady::CachesNotSynced);
-        }
         if flags.leader_election.load(Ordering::Acquire) && !flags.leader.load(Ordering::Acquire) {
             return Err(NotReady::NotLeader);
+        }
+        if !flags.synced.load(Ordering::Acquire) {
+            return Err(NotReady::CachesNotSynced);
         }
         Ok(())
     }
@@ -124,10 +125,10 @@ mod tests {
     }
 
     #[test]
-    fn unsynced_caches_are_reported_before_leadership() {
+    fn a_standby_is_reported_as_not_the_leader_before_caches() {
         let health = Health::new();
         health.set_leader_election(true);
-        assert_eq!(health.readiness(), Err(NotReady::CachesNotSynced));
+        assert_eq!(health.readiness(), Err(NotReady::NotLeader));
         health.set_leader(true);
         assert_eq!(health.readiness(), Err(NotReady::CachesNotSynced));
     }
