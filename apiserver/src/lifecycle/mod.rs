@@ -385,9 +385,23 @@ impl Cluster {
                 self.reconcile_crd(&name);
             }
         }
-        if !object::owner_references(object).is_empty() || object::is_deleting(object) {
+        if object::is_deleting(object) || self.has_absent_or_deleting_owner(object) {
             self.wake_collector();
         }
+    }
+
+    /// Whether an owner `object` refers to is gone or being deleted: only then can the collector act on the
+    /// object itself. Writes of dependents whose owners are alive do not wake it (a full pass over every
+    /// object after each child write would keep it running back to back under load); an owner's own deletion
+    /// wakes it, and the periodic sweep covers the rest.
+    fn has_absent_or_deleting_owner(&self, object: &Value) -> bool {
+        object::owner_references(object).iter().any(|reference| {
+            let uid = reference.get("uid").and_then(Value::as_str).unwrap_or_default();
+            self.store
+                .key_of_uid(uid)
+                .and_then(|key| self.store.get(&key))
+                .is_none_or(|owner| object::is_deleting(&owner))
+        })
     }
 
     /// Replace an object (PUT), on the main resource or `/status`.

@@ -142,3 +142,79 @@ async fn namespace_deletion_removes_contents() {
         )
     );
 }
+
+/// The periodic sweep runs every 10 s; these tests wait less, so they see the wake-up after the write.
+const SOONER_THAN_THE_SWEEP: Duration = Duration::from_secs(5);
+
+async fn gone_soon(api: &Api<ConfigMap>, name: &str) {
+    let api = api.clone();
+    let name = name.to_string();
+    eventually(&format!("{name} to be collected"), SOONER_THAN_THE_SWEEP, || {
+        let api = api.clone();
+        let name = name.clone();
+        async move { api.get_opt(&name).await.unwrap().is_none().then_some(()) }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_dependent_written_with_an_absent_owner_is_collected_without_waiting_for_the_sweep() {
+    let (_server, client) = in_process().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    let dependent = json!({"metadata": {"name": "stray", "ownerReferences": [{
+        "apiVersion": "v1", "kind": "ConfigMap", "name": "never-existed", "uid": "0000-absent"}]}});
+    api.create(&PostParams::default(), &serde_json::from_value(dependent).unwrap())
+        .await
+        .unwrap();
+    gone_soon(&api, "stray").await;
+}
+
+#[tokio::test]
+async fn dependents_go_soon_after_a_held_owner_loses_its_last_finalizer() {
+    let (_server, client) = in_process().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    owner_and_dependent(&api, false, false).await;
+    api.patch(
+        "owner",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/hold"]}})),
+    )
+    .await
+    .unwrap();
+    api.delete("owner", &DeleteParams::background()).await.unwrap();
+    // The dependent is rewritten while its owner is held in deletion: the owner still exists, so it stays.
+    api.patch(
+        "dependent",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"touched": "yes"}})),
+    )
+    .await
+    .unwrap();
+    assert!(api.get_opt("dependent").await.unwrap().is_some());
+    api.patch(
+        "owner",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    gone_soon(&api, "owner").await;
+    gone_soon(&api, "dependent").await;
+}
+
+#[tokio::test]
+async fn dependents_of_a_live_owner_stay() {
+    let (server, client) = in_process().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    owner_and_dependent(&api, false, false).await;
+    api.patch(
+        "dependent",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"touched": "yes"}})),
+    )
+    .await
+    .unwrap();
+    // A collector pass now (as the periodic sweep would run one) keeps a dependent whose owner is alive.
+    server.collect_garbage();
+    assert!(api.get_opt("dependent").await.unwrap().is_some());
+}
