@@ -1,0 +1,661 @@
+//! Per-reconcile cost benchmark (not a test): the `configmapset` wasm plugin against the same logic compiled
+//! natively, both through the host's encode → call → decode path, on a world view of one `ConfigMapSet` and
+//! ten child ConfigMaps (~20 KB of JSON). Also times the phases of a wasm call and records the example
+//! components' sizes. Writes its numbers to `docs/benchmarks/plugin-runtime.md`.
+//!
+//! Run with `cargo bench -p wasm-reconciler --bench reconcile`.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, ensure};
+use configmapset::ConfigMapSetReconciler;
+use serde_json::{Value, json};
+use wasm_reconciler::plugin::{
+    CallLabels, ClusterReader, Gvk, Limits, NativePlugin, Outcome, Plugin, PluginEngine, WorldView,
+};
+use wasm_reconciler_apiserver::selector::LabelSelector;
+use wasmtime::Store;
+use wasmtime::component::{Linker, ResourceTable};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// Bindings of the plugin contract, generated here so the bench can call each phase of a wasm reconcile
+/// separately (the runtime keeps its own bindings private).
+mod contract_bindings {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "reconciler",
+    });
+}
+
+use contract_bindings::wasm_reconciler::plugin::{host, types};
+
+/// Child ConfigMaps in the world view.
+const CHILDREN: usize = 10;
+/// Total JSON of the world view (primary + children + config) the padding aims for.
+const TARGET_VIEW_BYTES: usize = 20 * 1024;
+/// Calls per path before measuring: compiles lazily-initialised code paths and warms caches.
+const WARMUP_CALLS: usize = 500;
+/// Measured calls per path are taken in rounds that alternate between the paths, so a burst of load from
+/// elsewhere on the machine hits both alike.
+const ROUNDS: usize = 40;
+/// Measured calls per path per round.
+const CALLS_PER_ROUND: usize = 250;
+/// Measured calls for the phase breakdown.
+const PHASE_CALLS: usize = 5_000;
+/// Epoch deadline of the phase benchmark's stores: generous, it only has to be set.
+const PHASE_DEADLINE_TICKS: u64 = 1_000;
+
+const NAMESPACE: &str = "apps";
+const SET_NAME: &str = "bench";
+const SET_UID: &str = "5b0c1a52-1d7e-4c55-9a57-0f3c2b7e1a01";
+const SET_LABEL: &str = "examples.wasm-reconciler.io/configmapset";
+
+/// Aims from the plugin-runtime issue.
+const AIM_P50_MICROS: f64 = 50.0;
+const AIM_RATIO: f64 = 3.0;
+const AIM_COMPONENT_BYTES: u64 = 300 * 1024;
+
+fn main() -> anyhow::Result<()> {
+    let started = Instant::now();
+    let view = world_view();
+    let view_bytes = wire_bytes(&view);
+    let reader: Arc<dyn ClusterReader> = Arc::new(StaticReader::new(view.children.clone()));
+
+    let engine = PluginEngine::new(None)?;
+    let wasm = wasm_reconciler_artifacts::read(wasm_reconciler_artifacts::CONFIGMAPSET);
+    let load_started = Instant::now();
+    let plugin = engine.load("configmapset", &wasm, Limits::default())?;
+    let load_time = load_started.elapsed();
+    let native = NativePlugin::new::<ConfigMapSetReconciler>(Limits::default());
+
+    check_same_outcome(&plugin, &native, &view, &reader)?;
+
+    let paths = measure_paths(&plugin, &native, &view, &reader)?;
+    let phases = measure_phases(&engine, &wasm, &view).map_err(|e| anyhow::anyhow!("phase benchmark: {e:?}"))?;
+    let sizes = component_sizes()?;
+
+    let report = Report {
+        view_bytes,
+        load_time,
+        paths,
+        phases,
+        sizes,
+        run_time: started.elapsed(),
+    };
+    let markdown = report.markdown();
+    println!("{markdown}");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/benchmarks/plugin-runtime.md");
+    std::fs::write(path, &markdown).with_context(|| format!("writing {path}"))?;
+    eprintln!("wrote {path}");
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The world view.
+
+/// One `ConfigMapSet` with ten replicas, all ten children present and matching the template (the steady
+/// state a controller sees most), with the template data padded so the whole view is ~20 KB of JSON.
+fn world_view() -> WorldView {
+    let unpadded = view_with_padding(0);
+    let per_object = (TARGET_VIEW_BYTES.saturating_sub(wire_bytes(&unpadded))) / (CHILDREN + 1);
+    view_with_padding(per_object)
+}
+
+fn view_with_padding(padding_bytes: usize) -> WorldView {
+    let data = json!({
+        "greeting": "hello",
+        "settings.yaml": padded_settings(padding_bytes),
+    });
+    let primary = json!({
+        "apiVersion": "examples.wasm-reconciler.io/v1alpha1",
+        "kind": "ConfigMapSet",
+        "metadata": {
+            "name": SET_NAME, "namespace": NAMESPACE, "uid": SET_UID, "resourceVersion": "100",
+            "generation": 1, "creationTimestamp": "2026-01-05T10:00:00Z",
+            "finalizers": ["examples.wasm-reconciler.io/drain"],
+        },
+        "spec": {
+            "replicas": CHILDREN,
+            "burst": 10,
+            "template": {
+                "metadata": {"labels": {"app": SET_NAME}, "annotations": {"team": "platform"}},
+                "data": data,
+            },
+        },
+    });
+    let children = (0..CHILDREN)
+        .map(|index| {
+            json!({
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": format!("{SET_NAME}-{index}"), "namespace": NAMESPACE,
+                    "uid": format!("9d1e0000-0000-4000-8000-{index:012}"),
+                    "resourceVersion": (200 + index).to_string(),
+                    "creationTimestamp": "2026-01-05T10:00:01Z",
+                    "labels": {"app": SET_NAME, SET_LABEL: SET_NAME},
+                    "annotations": {"team": "platform"},
+                    "ownerReferences": [{
+                        "apiVersion": "examples.wasm-reconciler.io/v1alpha1", "kind": "ConfigMapSet",
+                        "name": SET_NAME, "uid": SET_UID, "controller": true, "blockOwnerDeletion": true,
+                    }],
+                },
+                "data": data,
+            })
+        })
+        .collect();
+    WorldView {
+        primary,
+        children,
+        config: json!({}),
+        deleting: false,
+        attempt: 0,
+    }
+}
+
+/// YAML-looking text of about `bytes` bytes.
+fn padded_settings(bytes: usize) -> String {
+    let mut text = String::with_capacity(bytes + 32);
+    let mut line = 0;
+    while text.len() < bytes {
+        let _ = writeln!(text, "setting-{line}: value-{line}");
+        line += 1;
+    }
+    text.truncate(bytes);
+    text
+}
+
+/// Bytes of JSON the view puts on the wire.
+fn wire_bytes(view: &WorldView) -> usize {
+    view.primary.to_string().len()
+        + view.children.iter().map(|c| c.to_string().len()).sum::<usize>()
+        + view.config.to_string().len()
+}
+
+/// Serves `get` and `list` from a fixed set of objects (the configmapset plugin reads nothing, but both
+/// paths get the same reader).
+struct StaticReader {
+    objects: Vec<Value>,
+}
+
+impl StaticReader {
+    fn new(objects: Vec<Value>) -> Self {
+        Self { objects }
+    }
+
+    fn matching<'a>(&'a self, kind: &'a Gvk, namespace: Option<&'a str>) -> impl Iterator<Item = &'a Value> + 'a {
+        self.objects.iter().filter(move |o| {
+            Gvk::of_object(o).as_ref() == Some(kind)
+                && namespace.is_none_or(|ns| o["metadata"]["namespace"].as_str() == Some(ns))
+        })
+    }
+}
+
+impl ClusterReader for StaticReader {
+    fn get(&self, kind: &Gvk, namespace: Option<&str>, name: &str) -> Result<Option<String>, String> {
+        Ok(self
+            .matching(kind, namespace)
+            .find(|o| o["metadata"]["name"] == name)
+            .map(Value::to_string))
+    }
+
+    fn list(&self, kind: &Gvk, namespace: Option<&str>, selector: Option<&str>) -> Result<Vec<String>, String> {
+        let selector = LabelSelector::parse(selector.unwrap_or_default()).map_err(|e| e.to_string())?;
+        Ok(self
+            .matching(kind, namespace)
+            .filter(|o| selector.matches(o))
+            .map(Value::to_string)
+            .collect())
+    }
+}
+
+fn labels() -> CallLabels {
+    CallLabels {
+        plugin: "configmapset".into(),
+        key: format!("{NAMESPACE}/{SET_NAME}"),
+    }
+}
+
+/// Both paths must do the same work: the same full outcome, and a steady state (ten children kept, ready).
+fn check_same_outcome(
+    plugin: &Plugin,
+    native: &NativePlugin,
+    view: &WorldView,
+    reader: &Arc<dyn ClusterReader>,
+) -> anyhow::Result<()> {
+    let from_wasm: Outcome = plugin.reconcile(view, reader.clone(), labels())?;
+    let from_native: Outcome = native.reconcile(view, reader.clone(), labels())?;
+    ensure!(from_wasm == from_native, "wasm and native outcomes differ");
+    let children = from_wasm.children.as_ref().map_or(0, Vec::len);
+    ensure!(
+        children == CHILDREN,
+        "expected {CHILDREN} desired children, got {children}"
+    );
+    let ready = from_wasm.conditions.iter().find(|c| c.type_ == "Ready");
+    ensure!(
+        ready.is_some_and(|c| c.reason == "ReplicasReady"),
+        "expected a ready steady state, got {ready:?}"
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Whole-path measurement.
+
+struct PathTimes {
+    wasm: Samples,
+    native: Samples,
+}
+
+fn measure_paths(
+    plugin: &Plugin,
+    native: &NativePlugin,
+    view: &WorldView,
+    reader: &Arc<dyn ClusterReader>,
+) -> anyhow::Result<PathTimes> {
+    let call_wasm = || plugin.reconcile(view, reader.clone(), labels()).map(drop);
+    let call_native = || native.reconcile(view, reader.clone(), labels()).map(drop);
+    for _ in 0..WARMUP_CALLS {
+        call_wasm()?;
+        call_native()?;
+    }
+    let mut wasm = Vec::with_capacity(ROUNDS * CALLS_PER_ROUND);
+    let mut natively = Vec::with_capacity(ROUNDS * CALLS_PER_ROUND);
+    for _ in 0..ROUNDS {
+        for _ in 0..CALLS_PER_ROUND {
+            let start = Instant::now();
+            call_wasm()?;
+            wasm.push(start.elapsed());
+        }
+        for _ in 0..CALLS_PER_ROUND {
+            let start = Instant::now();
+            call_native()?;
+            natively.push(start.elapsed());
+        }
+    }
+    Ok(PathTimes {
+        wasm: Samples::new(wasm),
+        native: Samples::new(natively),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Phases of a wasm call, replayed step by step with the same engine, component and contract.
+
+/// Store data for the phase breakdown: WASI granting nothing plus host imports that serve no reads.
+struct PhaseState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+}
+
+impl WasiView for PhaseState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl types::Host for PhaseState {}
+
+impl host::Host for PhaseState {
+    fn log(&mut self, _level: host::Level, _message: String) {}
+
+    fn get(&mut self, _kind: types::Gvk, _namespace: Option<String>, _name: String) -> Result<Option<String>, String> {
+        Err("no reads in the phase benchmark".into())
+    }
+
+    fn list(
+        &mut self,
+        _kind: types::Gvk,
+        _namespace: Option<String>,
+        _label_selector: Option<String>,
+    ) -> Result<Vec<String>, String> {
+        Err("no reads in the phase benchmark".into())
+    }
+}
+
+struct PhaseTimes {
+    encode: Samples,
+    store: Samples,
+    instantiate: Samples,
+    call: Samples,
+    decode: Samples,
+    total: Samples,
+}
+
+/// Runs on wasmtime's own error type (which does not convert to `anyhow` in this build).
+fn measure_phases(engine: &PluginEngine, wasm: &[u8], view: &WorldView) -> wasmtime::Result<PhaseTimes> {
+    let engine = engine.engine();
+    let component = wasmtime::component::Component::new(engine, wasm)?;
+    let mut linker: Linker<PhaseState> = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+    contract_bindings::Reconciler::add_to_linker::<PhaseState, wasmtime::component::HasSelf<PhaseState>>(
+        &mut linker,
+        |state| state,
+    )?;
+    let pre = contract_bindings::ReconcilerPre::new(linker.instantiate_pre(&component)?)?;
+    let limits = Limits::default();
+
+    let one_call = || -> wasmtime::Result<[Duration; 5]> {
+        let t0 = Instant::now();
+        let wire_view = types::WorldView {
+            primary: view.primary.to_string(),
+            children: view.children.iter().map(Value::to_string).collect(),
+            config: view.config.to_string(),
+            deleting: view.deleting,
+            attempt: view.attempt,
+        };
+        let t1 = Instant::now();
+        let state = PhaseState {
+            wasi: WasiCtx::builder().allow_ip_name_lookup(false).build(),
+            table: ResourceTable::new(),
+        };
+        let mut store = Store::new(engine, state);
+        store.set_epoch_deadline(PHASE_DEADLINE_TICKS);
+        store.epoch_deadline_trap();
+        let t2 = Instant::now();
+        let bindings = pre.instantiate(&mut store)?;
+        let t3 = Instant::now();
+        let answer = bindings
+            .wasm_reconciler_plugin_controller()
+            .call_reconcile(&mut store, &wire_view)?
+            .map_err(|message| wasmtime::format_err!("plugin error: {message}"))?;
+        let t4 = Instant::now();
+        let size: usize = answer.children.iter().flatten().map(String::len).sum();
+        wasmtime::ensure!(size <= limits.max_outcome_bytes, "outcome over the limit");
+        let children = answer
+            .children
+            .iter()
+            .flatten()
+            .map(|text| serde_json::from_str::<Value>(text))
+            .collect::<Result<Vec<_>, _>>()?;
+        let status = answer
+            .status
+            .as_deref()
+            .map(serde_json::from_str::<Value>)
+            .transpose()?;
+        std::hint::black_box((children, status));
+        let t5 = Instant::now();
+        drop(store);
+        Ok([t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4])
+    };
+    for _ in 0..WARMUP_CALLS {
+        one_call()?;
+    }
+    let mut phases: [Vec<Duration>; 5] = Default::default();
+    let mut totals = Vec::with_capacity(PHASE_CALLS);
+    for _ in 0..PHASE_CALLS {
+        let times = one_call()?;
+        totals.push(times.iter().sum());
+        for (phase, time) in phases.iter_mut().zip(times) {
+            phase.push(time);
+        }
+    }
+    let [encode, store, instantiate, call, decode] = phases.map(Samples::new);
+    Ok(PhaseTimes {
+        encode,
+        store,
+        instantiate,
+        call,
+        decode,
+        total: Samples::new(totals),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Component sizes.
+
+struct ComponentSize {
+    name: &'static str,
+    bytes: u64,
+}
+
+fn component_sizes() -> anyhow::Result<Vec<ComponentSize>> {
+    [
+        ("configmapset", wasm_reconciler_artifacts::CONFIGMAPSET),
+        ("webapp", wasm_reconciler_artifacts::WEBAPP),
+    ]
+    .into_iter()
+    .map(|(name, path)| {
+        let bytes = std::fs::metadata(path)
+            .with_context(|| format!("reading {path}"))?
+            .len();
+        Ok(ComponentSize { name, bytes })
+    })
+    .collect()
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Statistics and the report.
+
+/// Sorted call times.
+struct Samples {
+    sorted: Vec<Duration>,
+}
+
+impl Samples {
+    fn new(mut times: Vec<Duration>) -> Self {
+        times.sort_unstable();
+        Self { sorted: times }
+    }
+
+    fn micros(time: Duration) -> f64 {
+        time.as_secs_f64() * 1e6
+    }
+
+    /// The nearest-rank percentile.
+    fn percentile(&self, percent: f64) -> f64 {
+        let rank = ((percent / 100.0) * self.sorted.len() as f64).ceil() as usize;
+        Self::micros(self.sorted[rank.clamp(1, self.sorted.len()) - 1])
+    }
+
+    fn p50(&self) -> f64 {
+        self.percentile(50.0)
+    }
+
+    fn p99(&self) -> f64 {
+        self.percentile(99.0)
+    }
+
+    fn mean(&self) -> f64 {
+        Self::micros(self.sorted.iter().sum::<Duration>()) / self.sorted.len() as f64
+    }
+
+    fn min(&self) -> f64 {
+        Self::micros(self.sorted[0])
+    }
+
+    fn len(&self) -> usize {
+        self.sorted.len()
+    }
+}
+
+struct Report {
+    view_bytes: usize,
+    load_time: Duration,
+    paths: PathTimes,
+    phases: PhaseTimes,
+    sizes: Vec<ComponentSize>,
+    run_time: Duration,
+}
+
+fn met(ok: bool) -> &'static str {
+    if ok { "met" } else { "not met" }
+}
+
+impl Report {
+    fn markdown(&self) -> String {
+        let PathTimes { wasm, native } = &self.paths;
+        let ratio = wasm.p50() / native.p50();
+        let largest = self.sizes.iter().map(|s| s.bytes).max().unwrap_or(0);
+        let mut out = String::new();
+        let _ = writeln!(out, "# Plugin runtime benchmark\n");
+        let _ = writeln!(
+            out,
+            "Generated by `cargo bench -p wasm-reconciler --bench reconcile` (`host/benches/reconcile.rs`); do not \
+             edit by hand.\n"
+        );
+        let _ = writeln!(out, "| | |\n|---|---|");
+        let _ = writeln!(out, "| date (UTC) | {} |", chrono::Utc::now().format("%Y-%m-%d %H:%M"));
+        let _ = writeln!(out, "| cores (`nproc`) | {} |", available_cores());
+        let _ = writeln!(out, "| CPU | {} |", cpu_model());
+        let _ = writeln!(out, "| load average at the end | {} |", load_average());
+        let _ = writeln!(
+            out,
+            "| world view | 1 ConfigMapSet + {CHILDREN} ConfigMaps, {} bytes of JSON |",
+            self.view_bytes
+        );
+        let _ = writeln!(
+            out,
+            "| samples | {} per path after {WARMUP_CALLS} warm-up calls, in {ROUNDS} alternating rounds |",
+            wasm.len()
+        );
+        let _ = writeln!(
+            out,
+            "| compile + validate + `describe()` (once per plugin) | {:.1} ms |",
+            self.load_time.as_secs_f64() * 1e3
+        );
+        let _ = writeln!(out, "| bench run time | {:.1} s |\n", self.run_time.as_secs_f64());
+
+        let _ = writeln!(out, "## Per-reconcile cost\n");
+        let _ = writeln!(
+            out,
+            "One `reconcile` of the steady-state view (all ten children present and matching; the outcome carries \
+             the ten desired children, status, two conditions). The wasm path is `Plugin::reconcile`: encode the \
+             view, fresh store with limits, instantiate, call, decode and check the outcome. The native path is \
+             `NativePlugin::reconcile`: the same `configmapset` logic compiled into the host, through the same \
+             encode and decode.\n"
+        );
+        let _ = writeln!(
+            out,
+            "| path | p50 µs | p99 µs | mean µs | min µs |\n|---|---:|---:|---:|---:|"
+        );
+        for (name, samples) in [
+            ("wasm (`Plugin::reconcile`)", wasm),
+            ("native (`NativePlugin::reconcile`)", native),
+        ] {
+            let _ = writeln!(
+                out,
+                "| {name} | {:.1} | {:.1} | {:.1} | {:.1} |",
+                samples.p50(),
+                samples.p99(),
+                samples.mean(),
+                samples.min()
+            );
+        }
+        let _ = writeln!(out, "\nwasm/native ratio of p50: **{ratio:.2}×**\n");
+
+        let phases = &self.phases;
+        let _ = writeln!(out, "## Where the time goes in a wasm call\n");
+        let _ = writeln!(
+            out,
+            "The same call replayed step by step on the same engine and component, with bindings generated in the \
+             bench ({} calls; its store has no memory limiter or output capture, which cost little).\n",
+            phases.total.len()
+        );
+        let _ = writeln!(
+            out,
+            "| phase | p50 µs | mean µs | share of mean |\n|---|---:|---:|---:|"
+        );
+        let total_mean = phases.total.mean();
+        for (name, samples) in [
+            ("encode the view (JSON text)", &phases.encode),
+            ("new store (WASI context, epoch deadline)", &phases.store),
+            ("instantiate (`InstancePre::instantiate`)", &phases.instantiate),
+            ("call `reconcile` (copy in, guest logic, copy out)", &phases.call),
+            ("decode (parse outcome children and status)", &phases.decode),
+            ("total", &phases.total),
+        ] {
+            let _ = writeln!(
+                out,
+                "| {name} | {:.1} | {:.1} | {:.0}% |",
+                samples.p50(),
+                samples.mean(),
+                100.0 * samples.mean() / total_mean
+            );
+        }
+
+        let _ = writeln!(out, "\n## Component sizes\n");
+        let _ = writeln!(
+            out,
+            "Built for `wasm32-wasip2` with the `wasm-release` profile (opt-level z, LTO, strip, panic=abort).\n"
+        );
+        let _ = writeln!(
+            out,
+            "| component | bytes | KiB | ≤ {} KB |\n|---|---:|---:|---|",
+            AIM_COMPONENT_BYTES / 1024
+        );
+        for size in &self.sizes {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {:.1} | {} |",
+                size.name,
+                size.bytes,
+                size.bytes as f64 / 1024.0,
+                met(size.bytes <= AIM_COMPONENT_BYTES)
+            );
+        }
+
+        let _ = writeln!(out, "\n## Aims\n");
+        let _ = writeln!(out, "| aim | measured | |\n|---|---|---|");
+        let _ = writeln!(
+            out,
+            "| wasm p50 ≤ {AIM_P50_MICROS:.0} µs | {:.1} µs | {} |",
+            wasm.p50(),
+            met(wasm.p50() <= AIM_P50_MICROS)
+        );
+        let _ = writeln!(
+            out,
+            "| wasm/native p50 ≤ {AIM_RATIO:.0}× | {ratio:.2}× | {} |",
+            met(ratio <= AIM_RATIO)
+        );
+        let _ = writeln!(
+            out,
+            "| components ≤ {} KB | largest {largest} bytes | {} |",
+            AIM_COMPONENT_BYTES / 1024,
+            met(largest <= AIM_COMPONENT_BYTES)
+        );
+
+        let _ = writeln!(out, "\n## Reading the numbers\n");
+        let _ = writeln!(
+            out,
+            "- The engine is the one `PluginEngine::new` builds: epoch interruption, and a pooling instance \
+             allocator that keeps up to 4 MiB of each memory slot resident, so a fresh instance per call neither \
+             maps nor faults in its linear memory.\n\
+             - Most of a wasm call is the guest's own work (parsing ~20 KB of JSON into typed objects, building \
+             and serialising ten children) in code built for size (`opt-level = \"z\"`); the sandbox's fixed \
+             costs (store, instantiation) are a few percent.\n\
+             - p99 and the mean are sensitive to other load on the machine: compare the load average above with \
+             the core count. The min and the wasm/native ratio (both paths measured in alternating rounds) are \
+             the steadier figures."
+        );
+        out
+    }
+}
+
+fn available_cores() -> String {
+    std::thread::available_parallelism().map_or_else(|e| format!("unknown ({e})"), |n| n.to_string())
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines().find_map(|line| {
+                line.strip_prefix("model name")?
+                    .split_once(':')
+                    .map(|(_, v)| v.trim().to_string())
+            })
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|text| text.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
