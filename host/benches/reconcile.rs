@@ -582,7 +582,7 @@ impl Report {
         let _ = writeln!(out, "\n## Component sizes\n");
         let _ = writeln!(
             out,
-            "Built for `wasm32-wasip2` with the `wasm-release` profile (opt-level z, LTO, strip, panic=abort).\n"
+            "Built for `wasm32-wasip2` with the `wasm-release` profile (opt-level s, LTO, strip, panic=abort).\n"
         );
         let _ = writeln!(
             out,
@@ -627,7 +627,7 @@ impl Report {
              allocator that keeps up to 4 MiB of each memory slot resident, so a fresh instance per call neither \
              maps nor faults in its linear memory.\n\
              - Most of a wasm call is the guest's own work (parsing ~20 KB of JSON into typed objects, building \
-             and serialising ten children) in code built for size (`opt-level = \"z\"`); the sandbox's fixed \
+             and serialising ten children) in code built for size (`opt-level = \"s\"`); the sandbox's fixed \
              costs (store, instantiation) are a few percent.\n\
              - p99 and the mean are sensitive to other load on the machine: compare the load average above with \
              the core count. The min and the wasm/native ratio (both paths measured in alternating rounds) are \
