@@ -1,6 +1,7 @@
 # wasm-reconciler — the two commands a newcomer needs: `make dev` and `make test`.
 
 SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
 CARGO ?= cargo
 WASM_TARGET := wasm32-wasip2
 WASM_PROFILE := wasm-release
@@ -33,8 +34,10 @@ dev: plugins build
 test: toolchain
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(CARGO) test --workspace
-	$(CARGO) test -p configmapset -p webapp --features configmapset/crd,webapp/crd
+	@mkdir -p $(CARGO_TARGET_DIR)
+	$(CARGO) test --workspace 2>&1 | tee $(CARGO_TARGET_DIR)/test-output.log
+	$(CARGO) test -p configmapset -p webapp --features configmapset/crd,webapp/crd 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
+	@awk '/^test result:/ { passed += $$4; failed += $$6 } END { printf "tests: %d passed, %d failed\n", passed, failed }' $(CARGO_TARGET_DIR)/test-output.log
 
 ## toolchain: the pinned Rust toolchain with the wasm32-wasip2 target.
 toolchain:
