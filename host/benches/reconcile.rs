@@ -13,9 +13,8 @@ use anyhow::{Context as _, ensure};
 use configmapset::ConfigMapSetReconciler;
 use serde_json::{Value, json};
 use wasm_reconciler::plugin::{
-    CallLabels, ClusterReader, Gvk, Limits, NativePlugin, Outcome, Plugin, PluginEngine, WorldView,
+    CallLabels, ClusterReader, Limits, NativePlugin, ObjectReader, Outcome, Plugin, PluginEngine, WorldView,
 };
-use wasm_reconciler_apiserver::selector::LabelSelector;
 use wasmtime::Store;
 use wasmtime::component::{Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -61,7 +60,8 @@ fn main() -> anyhow::Result<()> {
     let started = Instant::now();
     let view = world_view();
     let view_bytes = wire_bytes(&view);
-    let reader: Arc<dyn ClusterReader> = Arc::new(StaticReader::new(view.children.clone()));
+    let reader: Arc<dyn ClusterReader> =
+        Arc::new(ObjectReader::new(view.children.clone()).expect("children have apiVersion and kind"));
 
     let engine = PluginEngine::new(None)?;
     let wasm = wasm_reconciler_artifacts::read(wasm_reconciler_artifacts::CONFIGMAPSET);
@@ -172,43 +172,6 @@ fn wire_bytes(view: &WorldView) -> usize {
     view.primary.to_string().len()
         + view.children.iter().map(|c| c.to_string().len()).sum::<usize>()
         + view.config.to_string().len()
-}
-
-/// Serves `get` and `list` from a fixed set of objects (the configmapset plugin reads nothing, but both
-/// paths get the same reader).
-struct StaticReader {
-    objects: Vec<Value>,
-}
-
-impl StaticReader {
-    fn new(objects: Vec<Value>) -> Self {
-        Self { objects }
-    }
-
-    fn matching<'a>(&'a self, kind: &'a Gvk, namespace: Option<&'a str>) -> impl Iterator<Item = &'a Value> + 'a {
-        self.objects.iter().filter(move |o| {
-            Gvk::of_object(o).as_ref() == Some(kind)
-                && namespace.is_none_or(|ns| o["metadata"]["namespace"].as_str() == Some(ns))
-        })
-    }
-}
-
-impl ClusterReader for StaticReader {
-    fn get(&self, kind: &Gvk, namespace: Option<&str>, name: &str) -> Result<Option<String>, String> {
-        Ok(self
-            .matching(kind, namespace)
-            .find(|o| o["metadata"]["name"] == name)
-            .map(Value::to_string))
-    }
-
-    fn list(&self, kind: &Gvk, namespace: Option<&str>, selector: Option<&str>) -> Result<Vec<String>, String> {
-        let selector = LabelSelector::parse(selector.unwrap_or_default()).map_err(|e| e.to_string())?;
-        Ok(self
-            .matching(kind, namespace)
-            .filter(|o| selector.matches(o))
-            .map(Value::to_string)
-            .collect())
-    }
 }
 
 fn labels() -> CallLabels {

@@ -17,11 +17,11 @@ use std::sync::Arc;
 use clap::Args;
 use serde::Deserialize;
 use serde_json::Value;
-use wasm_reconciler_apiserver::selector::LabelSelector;
 
 use super::LimitArgs;
+use crate::plugin::object_key;
 use crate::plugin::{
-    CallLabels, ClusterReader, EngineError, Gvk, Limits, LoadError, Outcome, PluginEngine, ReconcileError, WorldView,
+    CallLabels, EngineError, Gvk, Limits, LoadError, ObjectReader, Outcome, PluginEngine, ReconcileError, WorldView,
 };
 
 /// Arguments of `render`.
@@ -162,7 +162,13 @@ pub fn render_file(plugin: &Path, world: &Path, config: Option<&Path>, limits: L
         source,
     })?;
     let key = object_key(&fixture.primary);
-    let reader = FixtureReader::new(&fixture).map_err(fixture_error)?;
+    let reader = ObjectReader::new(
+        std::iter::once(&fixture.primary)
+            .chain(&fixture.children)
+            .chain(&fixture.objects)
+            .cloned(),
+    )
+    .map_err(fixture_error)?;
     let view = WorldView {
         primary: fixture.primary,
         children: fixture.children,
@@ -173,83 +179,21 @@ pub fn render_file(plugin: &Path, world: &Path, config: Option<&Path>, limits: L
     Ok(loaded.reconcile(&view, Arc::new(reader), CallLabels { plugin: name, key })?)
 }
 
-/// `namespace/name`, or `name` for cluster-scoped objects.
-fn object_key(object: &Value) -> String {
-    let name = object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    match object.pointer("/metadata/namespace").and_then(Value::as_str) {
-        Some(namespace) => format!("{namespace}/{name}"),
-        None => name.to_string(),
-    }
-}
-
-/// Serves `get` and `list` from a fixture's objects.
-#[derive(Debug)]
-struct FixtureReader {
-    objects: Vec<(Gvk, Value)>,
-}
-
-impl FixtureReader {
-    fn new(fixture: &WorldFixture) -> Result<Self, String> {
-        let mut objects = Vec::new();
-        for object in std::iter::once(&fixture.primary)
-            .chain(&fixture.children)
-            .chain(&fixture.objects)
-        {
-            let gvk = Gvk::of_object(object)
-                .ok_or_else(|| format!("object {:?} needs `apiVersion` and `kind`", object_key(object)))?;
-            let duplicate = objects
-                .iter()
-                .any(|(other_gvk, other): &(Gvk, Value)| *other_gvk == gvk && object_key(other) == object_key(object));
-            if !duplicate {
-                objects.push((gvk, object.clone()));
-            }
-        }
-        Ok(Self { objects })
-    }
-
-    fn in_namespace(object: &Value, namespace: Option<&str>) -> bool {
-        match namespace {
-            None => true,
-            Some(namespace) => object
-                .pointer("/metadata/namespace")
-                .and_then(Value::as_str)
-                .is_none_or(|ns| ns == namespace),
-        }
-    }
-}
-
-impl ClusterReader for FixtureReader {
-    fn get(&self, kind: &Gvk, namespace: Option<&str>, name: &str) -> Result<Option<String>, String> {
-        Ok(self
-            .objects
-            .iter()
-            .find(|(gvk, object)| {
-                gvk == kind
-                    && object.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
-                    && Self::in_namespace(object, namespace)
-            })
-            .map(|(_, object)| object.to_string()))
-    }
-
-    fn list(&self, kind: &Gvk, namespace: Option<&str>, label_selector: Option<&str>) -> Result<Vec<String>, String> {
-        let selector = LabelSelector::parse(label_selector.unwrap_or_default()).map_err(|e| e.to_string())?;
-        Ok(self
-            .objects
-            .iter()
-            .filter(|(gvk, object)| gvk == kind && Self::in_namespace(object, namespace) && selector.matches(object))
-            .map(|(_, object)| object.to_string())
-            .collect())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::plugin::ClusterReader;
+
+    fn reader(fixture: &WorldFixture) -> Result<ObjectReader, String> {
+        ObjectReader::new(
+            std::iter::once(&fixture.primary)
+                .chain(&fixture.children)
+                .chain(&fixture.objects)
+                .cloned(),
+        )
+    }
 
     fn fixture() -> WorldFixture {
         serde_json::from_value(json!({
@@ -265,7 +209,7 @@ mod tests {
 
     #[test]
     fn get_matches_kind_namespace_and_name() {
-        let reader = FixtureReader::new(&fixture()).unwrap();
+        let reader = reader(&fixture()).unwrap();
         let secret = Gvk::new("", "v1", "Secret");
         assert!(reader.get(&secret, Some("ns"), "s1").unwrap().is_some());
         assert!(reader.get(&secret, Some("ns"), "s2").unwrap().is_none());
@@ -279,7 +223,7 @@ mod tests {
 
     #[test]
     fn list_filters_by_namespace_and_selector() {
-        let reader = FixtureReader::new(&fixture()).unwrap();
+        let reader = reader(&fixture()).unwrap();
         let secret = Gvk::new("", "v1", "Secret");
         assert_eq!(reader.list(&secret, None, None).unwrap().len(), 3);
         assert_eq!(reader.list(&secret, Some("ns"), None).unwrap().len(), 2);
@@ -295,6 +239,6 @@ mod tests {
     fn objects_without_a_kind_are_refused() {
         let mut broken = fixture();
         broken.objects.push(json!({"metadata": {"name": "x"}}));
-        assert!(FixtureReader::new(&broken).unwrap_err().contains("\"x\""));
+        assert!(reader(&broken).unwrap_err().contains("\"x\""));
     }
 }

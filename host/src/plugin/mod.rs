@@ -13,6 +13,7 @@ mod host_api;
 mod limits;
 mod load;
 mod native;
+mod object_reader;
 mod outcome;
 mod output;
 
@@ -24,4 +25,6 @@ pub use host_api::{ClusterReader, NoReads};
 pub use limits::Limits;
 pub use load::{LoadError, Plugin, WIT_PACKAGE, WIT_VERSION};
 pub use native::NativePlugin;
+pub use object_reader::ObjectReader;
+pub(crate) use object_reader::object_key;
 pub use outcome::RECONCILED_CONDITION;

@@ -26,5 +26,5 @@ pub fn load(path: &str, limits: Limits) -> Plugin {
 
 /// A reader over a fixed set of objects, shared by the tests.
 pub fn reader(objects: Vec<serde_json::Value>) -> Arc<dyn wasm_reconciler::plugin::ClusterReader> {
-    Arc::new(round_trip::StaticReader::new(objects))
+    Arc::new(wasm_reconciler::plugin::ObjectReader::new(objects).expect("test objects have apiVersion and kind"))
 }

@@ -3,48 +3,9 @@
 
 use serde_json::{Value, json};
 use wasm_reconciler::plugin::{
-    CallLabels, ClusterReader, ConditionStatus, EventType, Gvk, Limits, NativePlugin, Outcome, ReconcileError,
-    WorldView,
+    CallLabels, ConditionStatus, EventType, Gvk, Limits, NativePlugin, Outcome, ReconcileError, WorldView,
 };
-use wasm_reconciler_apiserver::selector::LabelSelector;
 use wasm_reconciler_artifacts::ECHO;
-
-/// Serves reads from a fixed set of objects.
-#[derive(Debug)]
-pub struct StaticReader {
-    objects: Vec<Value>,
-}
-
-impl StaticReader {
-    pub fn new(objects: Vec<Value>) -> Self {
-        Self { objects }
-    }
-
-    fn matching<'a>(&'a self, kind: &'a Gvk, namespace: Option<&'a str>) -> impl Iterator<Item = &'a Value> + 'a {
-        self.objects.iter().filter(move |o| {
-            Gvk::of_object(o).as_ref() == Some(kind)
-                && namespace.is_none_or(|ns| o["metadata"]["namespace"].as_str() == Some(ns))
-        })
-    }
-}
-
-impl ClusterReader for StaticReader {
-    fn get(&self, kind: &Gvk, namespace: Option<&str>, name: &str) -> Result<Option<String>, String> {
-        Ok(self
-            .matching(kind, namespace)
-            .find(|o| o["metadata"]["name"] == name)
-            .map(Value::to_string))
-    }
-
-    fn list(&self, kind: &Gvk, namespace: Option<&str>, selector: Option<&str>) -> Result<Vec<String>, String> {
-        let selector = LabelSelector::parse(selector.unwrap_or_default()).map_err(|e| e.to_string())?;
-        Ok(self
-            .matching(kind, namespace)
-            .filter(|o| selector.matches(o))
-            .map(Value::to_string)
-            .collect())
-    }
-}
 
 fn world() -> Vec<Value> {
     vec![
