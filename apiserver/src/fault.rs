@@ -55,6 +55,7 @@ pub struct FaultState {
     writes: Mutex<HashMap<String, (usize, WriteFault)>>,
     latency: Mutex<Duration>,
     watch_generation: watch::Sender<u64>,
+    watches_paused: watch::Sender<bool>,
 }
 
 impl Default for FaultState {
@@ -63,6 +64,7 @@ impl Default for FaultState {
             writes: Mutex::new(HashMap::new()),
             latency: Mutex::new(Duration::ZERO),
             watch_generation: watch::channel(0).0,
+            watches_paused: watch::channel(false).0,
         }
     }
 }
@@ -92,6 +94,16 @@ impl FaultState {
     /// Changes whenever open watches must be dropped.
     pub fn watch_drops(&self) -> watch::Receiver<u64> {
         self.watch_generation.subscribe()
+    }
+
+    /// Returns once watch events may be delivered (at once unless [`Faults::pause_watches`] is in force).
+    pub async fn watch_delivery_allowed(&self) {
+        if !*self.watches_paused.borrow() {
+            return;
+        }
+        let mut paused = self.watches_paused.subscribe();
+        // The sender lives as long as `self`.
+        let _ = paused.wait_for(|paused| !*paused).await;
     }
 }
 
@@ -123,6 +135,17 @@ impl Faults {
         self.cluster.faults.watch_generation.send_modify(|g| *g += 1);
     }
 
+    /// Hold back every watch event (open and new watches) until [`Faults::resume_watches`]: a lagging watch, as
+    /// when a client's informer falls behind. Requests are answered as usual meanwhile.
+    pub fn pause_watches(&self) {
+        self.cluster.faults.watches_paused.send_replace(true);
+    }
+
+    /// Deliver the watch events held back by [`Faults::pause_watches`], in order, and resume normal delivery.
+    pub fn resume_watches(&self) {
+        self.cluster.faults.watches_paused.send_replace(false);
+    }
+
     /// Forget the watch history and drop open watches: resuming from any earlier resourceVersion
     /// answers 410 Gone, so clients must relist.
     pub fn expire_watches(&self) {
@@ -130,9 +153,10 @@ impl Faults {
         self.drop_watches();
     }
 
-    /// Remove all pending faults and latency.
+    /// Remove all pending faults and latency, and resume paused watches.
     pub fn clear(&self) {
         self.cluster.faults.writes.lock().clear();
         self.set_latency(Duration::ZERO);
+        self.resume_watches();
     }
 }

@@ -17,8 +17,9 @@ use wasm_reconciler_apiserver::{ApiServer, ServingHandle, WriteFault, write_kube
 use crate::harness::{Cluster, Host, condition, wait_for};
 use crate::journal::{Action, Journal, count_per_name};
 use crate::kinds::{
-    CONVERGE, config_map_resource, configmapset, configmapset_resource, create_when_served, events_about,
-    install_example, namespaced, set_ready_with, wait_gone, wait_object, wait_served,
+    CONVERGE, ECHO_CRD, config_map_resource, configmapset, configmapset_resource, create_when_served, echo_resource,
+    events_about, install_example, install_test_plugin, namespaced, set_ready_with, test_object, wait_gone,
+    wait_object, wait_served,
 };
 
 /// Names and uids of the ConfigMaps of set `set`.
@@ -242,5 +243,64 @@ async fn a_host_killed_mid_convergence_is_succeeded_after_a_durable_restart() ->
     sets.delete("durable", &DeleteParams::default()).await?;
     wait_gone(&sets, "durable", "the set to be gone").await;
     assert!(children(&config_maps, "durable").await?.is_empty());
+    host.stop().await
+}
+
+/// A spec change made while a reconcile runs reaches the host first inside the response of that reconcile's own
+/// status write (the watch lags behind). Folding that response into the cache must not swallow the change: the
+/// watch event that follows is older than the cached object and is dropped, so the fold-in itself must re-queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spec_change_that_arrives_inside_the_hosts_own_status_write_is_reconciled() -> anyhow::Result<()> {
+    let cluster = Cluster::start().await?;
+    let plugins = cluster.dir.path().join("plugins");
+    install_test_plugin(
+        &plugins,
+        "echo",
+        wasm_reconciler_artifacts::ECHO,
+        ECHO_CRD,
+        "round: 1\n",
+        None,
+    )?;
+    let host = Host::start(&cluster, Host::dev_options(&plugins)).await?;
+    let client = cluster.client().await?;
+    let echoes = namespaced(&client, "default", &echo_resource());
+    create_when_served(&echoes, test_object("Echo", "default", "lagging")).await?;
+    wait_object(&echoes, "lagging", "the first reconcile", |echo| {
+        echo["status"]["echo"]["generation"] == 1 && echo["status"]["echo"]["config"]["round"] == 1
+    })
+    .await;
+
+    // The host's watches fall behind; meanwhile a user edits the spec (generation 2) and a reconcile of the stale
+    // cached object (generation 1), started by a configuration reload, writes a new status.
+    let faults = cluster.server.faults();
+    faults.pause_watches();
+    echoes
+        .patch(
+            "lagging",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"note": "edited while the watch lags"}})),
+        )
+        .await?;
+    install_test_plugin(
+        &plugins,
+        "echo",
+        wasm_reconciler_artifacts::ECHO,
+        ECHO_CRD,
+        "round: 2\n",
+        None,
+    )?;
+    let stale = wait_object(&echoes, "lagging", "a status written from the stale view", |echo| {
+        echo["status"]["echo"]["config"]["round"] == 2
+    })
+    .await;
+    assert_eq!(stale["metadata"]["generation"], 2);
+
+    // Once the watch catches up its events are older than what the host holds; the edit is reconciled anyway.
+    faults.resume_watches();
+    let caught_up = wait_object(&echoes, "lagging", "generation 2 reconciled", |echo| {
+        echo["status"]["echo"]["generation"] == 2
+    })
+    .await;
+    assert_eq!(caught_up["status"]["observedGeneration"], 2);
     host.stop().await
 }

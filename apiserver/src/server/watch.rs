@@ -175,6 +175,7 @@ impl WatchState {
 
     /// Send one stored event, translating selector transitions; false once the client is gone.
     async fn deliver(&mut self, event: &WatchEvent) -> bool {
+        self.cluster.faults.watch_delivery_allowed().await;
         self.last_revision = self.last_revision.max(event.revision);
         let now = self.in_scope(&event.object);
         let before = event.previous.as_ref().is_some_and(|p| self.in_scope(p));

@@ -134,6 +134,9 @@ pub struct CacheChange {
     pub old: Option<Arc<CachedObject>>,
     /// The object after; `None` when it was deleted.
     pub new: Option<Arc<CachedObject>>,
+    /// Set to a writer's id when the change is that writer's own write and carries nothing the writer has not
+    /// already seen (see [`KindCache::record_write`]): that writer need not react to it; everyone else does.
+    pub seen_by: Option<u64>,
 }
 
 impl CacheChange {
@@ -283,8 +286,13 @@ impl KindCache {
         children
     }
 
-    /// Folds in an object the host just wrote; subscribers hear of it when `notify` is set.
-    pub fn record_write(&self, value: Value, notify: bool) {
+    /// Folds in an object the host just wrote, ahead of the watch, and tells subscribers of it.
+    ///
+    /// `seen_by` names the writer when the written object holds nothing that writer has not already seen (a
+    /// status it wrote itself, say). The response of a write can also carry someone else's concurrent change (a
+    /// spec edit made while a reconcile ran); the watch event of that change is older than the folded-in object
+    /// and will be dropped, so the writer must not be marked as having seen it.
+    pub fn record_write(&self, value: Value, seen_by: Option<u64>) {
         let Some(object) = CachedObject::new(value) else { return };
         let object = Arc::new(object);
         let old = {
@@ -298,13 +306,12 @@ impl KindCache {
             }
             state.insert(object.clone())
         };
-        if notify {
-            self.publish(&CacheChange {
-                gvk: self.gvk.clone(),
-                old,
-                new: Some(object),
-            });
-        }
+        self.publish(&CacheChange {
+            gvk: self.gvk.clone(),
+            old,
+            new: Some(object),
+            seen_by,
+        });
     }
 
     /// Folds in a deletion the host just made.
@@ -320,6 +327,7 @@ impl KindCache {
             gvk: self.gvk.clone(),
             old,
             new: None,
+            seen_by: None,
         });
     }
 
@@ -379,6 +387,7 @@ impl KindCache {
             gvk: self.gvk.clone(),
             old,
             new: Some(object),
+            seen_by: None,
         });
     }
 
@@ -390,6 +399,7 @@ impl KindCache {
                 gvk: self.gvk.clone(),
                 old,
                 new: None,
+                seen_by: None,
             });
         }
     }
@@ -413,6 +423,7 @@ impl KindCache {
                     gvk: self.gvk.clone(),
                     old,
                     new: None,
+                    seen_by: None,
                 });
             }
             for object in fresh {
@@ -425,6 +436,7 @@ impl KindCache {
                         gvk: self.gvk.clone(),
                         old,
                         new: Some(object),
+                        seen_by: None,
                     });
                 }
             }

@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
@@ -110,6 +111,8 @@ type AppliedChildren = HashMap<(Gvk, ObjectKey), u64>;
 
 /// Shared state of a running controller.
 struct Shared {
+    /// Identifies this controller's own writes in cache changes ([`CacheChange::seen_by`]).
+    id: u64,
     name: String,
     version: RwLock<Arc<Version>>,
     spec: ControllerSpec,
@@ -166,7 +169,9 @@ impl Controller {
             cache.wait_synced().await;
         }
         let primary = kind_caches[&spec.primary].clone();
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         let shared = Arc::new(Shared {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             name: name.to_owned(),
             version: RwLock::new(Arc::new(version)),
             field_manager: format!("wasm-reconciler/{name}"),
@@ -316,7 +321,7 @@ impl Shared {
     }
 
     fn on_change(&self, change: &CacheChange, is_primary: bool, is_owned: bool) {
-        if is_primary && self.wants(change.key()) {
+        if is_primary && change.seen_by != Some(self.id) && self.wants(change.key()) {
             self.queue.add(change.key().clone(), Source::Change);
         }
         if is_owned {
@@ -404,7 +409,7 @@ impl Shared {
             match writer::add_finalizer(&api, &self.field_manager, &primary, finalizer).await {
                 Ok(updated) => {
                     tracing::debug!(plugin = %self.name, key, finalizer, "finalizer added");
-                    self.primary.record_write(updated.clone(), false);
+                    self.primary.record_write(updated.clone(), Some(self.id));
                     primary = updated;
                 }
                 Err(error) => return self.write_failed(&key, error),
@@ -530,7 +535,7 @@ impl Shared {
             match writer::remove_finalizer(&api, &self.field_manager, &primary, finalizer).await {
                 Ok(Some(updated)) => {
                     tracing::info!(plugin = %self.name, key, finalizer, "cleanup finished; finalizer removed");
-                    self.primary.record_write(updated, true);
+                    self.primary.record_write(updated, None);
                 }
                 Ok(None) => {}
                 Err(error) => return self.write_failed(key, error),
@@ -575,7 +580,7 @@ impl Shared {
                 .entry(primary_key.clone())
                 .or_default()
                 .insert((child.gvk.clone(), child_key), hash);
-            cache.record_write(written, true);
+            cache.record_write(written, None);
         }
         for gvk in &self.spec.owns {
             let cache = &self.caches[gvk];
@@ -610,7 +615,8 @@ impl Shared {
         let api = self.api_for(&self.spec.primary, object_key.namespace.as_deref());
         let name = primary["metadata"]["name"].as_str().unwrap_or_default();
         let written = writer::write_status(&api, &self.field_manager, name, &status).await?;
-        self.primary.record_write(written, false);
+        let seen = same_but_status(&written, primary).then_some(self.id);
+        self.primary.record_write(written, seen);
         Ok(())
     }
 
@@ -659,6 +665,23 @@ fn has_finalizer(object: &Value, finalizer: &str) -> bool {
         .is_some_and(|f| f.iter().any(|f| f == finalizer))
 }
 
+/// Whether `written` (a status write's response) differs from `seen` (what the reconcile read) only in its status
+/// and the bookkeeping the write itself changed.
+fn same_but_status(written: &Value, seen: &Value) -> bool {
+    fn essence(object: &Value) -> Value {
+        let mut object = object.clone();
+        if let Some(fields) = object.as_object_mut() {
+            fields.remove("status");
+        }
+        if let Some(metadata) = object["metadata"].as_object_mut() {
+            metadata.remove("resourceVersion");
+            metadata.remove("managedFields");
+        }
+        object
+    }
+    essence(written) == essence(seen)
+}
+
 fn hash_of(value: &Value) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     value.to_string().hash(&mut hasher);
@@ -679,5 +702,34 @@ fn object_reference(object: &Value) -> ObjectReference {
         uid: text("/metadata/uid"),
         resource_version: None,
         field_path: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::same_but_status;
+
+    #[test]
+    fn a_status_write_response_is_told_apart_from_a_concurrent_edit() {
+        let seen = json!({
+            "metadata": {"name": "a", "generation": 1, "resourceVersion": "7"},
+            "spec": {"note": "old"},
+            "status": {"ready": false},
+        });
+        let mut own = seen.clone();
+        own["metadata"]["resourceVersion"] = json!("9");
+        own["metadata"]["managedFields"] = json!([{"manager": "wasm-reconciler/echo"}]);
+        own["status"] = json!({"ready": true});
+        assert!(same_but_status(&own, &seen), "only the status and bookkeeping changed");
+
+        let mut edited = own.clone();
+        edited["metadata"]["generation"] = json!(2);
+        edited["spec"]["note"] = json!("new");
+        assert!(!same_but_status(&edited, &seen), "a spec edit rode along");
+        let mut labelled = own;
+        labelled["metadata"]["labels"] = json!({"tier": "web"});
+        assert!(!same_but_status(&labelled, &seen), "a metadata edit rode along");
     }
 }

@@ -159,6 +159,7 @@ mod tests {
             gvk: Gvk::new("", "v1", "Secret"),
             old,
             new,
+            seen_by: None,
         }
     }
 
