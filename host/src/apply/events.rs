@@ -1,13 +1,19 @@
 //! Kubernetes Events on primaries: plugin events and host transitions, aggregated into series by the kube
 //! recorder and rate-limited per object so a flapping plugin cannot flood the API server.
+//!
+//! Events are written off the reconcile's critical path, as client-go's broadcaster does: `publish` queues the
+//! event on one of a few lanes, each a task writing its events in order. An object's events always take the same
+//! lane, so they keep their order and aggregate into one series; a full lane makes `publish` wait.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType, Recorder, Reporter};
+use tokio::sync::mpsc;
 
 use crate::plugin::{Event, EventType};
 
@@ -15,13 +21,24 @@ use crate::plugin::{Event, EventType};
 const BURST: f64 = 25.0;
 /// One more event per object is allowed every this long once the burst is spent.
 const REFILL_EVERY: Duration = Duration::from_secs(10);
+/// Tasks writing events concurrently, per sink.
+const LANES: usize = 4;
+/// Events waiting per lane before `publish` waits.
+const LANE_CAPACITY: usize = 256;
+
+/// An event on its way to the API server.
+struct Pending {
+    event: KubeEvent,
+    regarding: ObjectReference,
+    key: String,
+}
 
 /// Publishes events for one plugin's primaries.
 #[derive(Clone)]
 pub struct EventSink {
-    recorder: Recorder,
+    lanes: Arc<Vec<mpsc::Sender<Pending>>>,
     plugin: String,
-    buckets: std::sync::Arc<Mutex<HashMap<String, (f64, Instant)>>>,
+    buckets: Arc<Mutex<HashMap<String, (f64, Instant)>>>,
 }
 
 impl std::fmt::Debug for EventSink {
@@ -33,20 +50,29 @@ impl std::fmt::Debug for EventSink {
 }
 
 impl EventSink {
-    /// A sink reporting as `wasm-reconciler/<plugin>` from `instance` (the pod name, or the host name).
+    /// A sink reporting as `wasm-reconciler/<plugin>` from `instance` (the pod name, or the host name). Its lanes
+    /// run on the current tokio runtime until the sink and all its clones are dropped and their events written.
     pub fn new(client: Client, plugin: &str, instance: Option<String>) -> Self {
         let reporter = Reporter {
             controller: format!("wasm-reconciler/{plugin}"),
             instance,
         };
+        let recorder = Recorder::new(client, reporter);
+        let lanes = (0..LANES)
+            .map(|_| {
+                let (sender, receiver) = mpsc::channel(LANE_CAPACITY);
+                tokio::spawn(write_events(recorder.clone(), plugin.to_owned(), receiver));
+                sender
+            })
+            .collect();
         Self {
-            recorder: Recorder::new(client, reporter),
+            lanes: Arc::new(lanes),
             plugin: plugin.to_owned(),
             buckets: Default::default(),
         }
     }
 
-    /// Records `event` on the object; failures are logged, never fatal. `action` names what the host did.
+    /// Queues `event` for the object; failures are logged, never fatal. `action` names what the host did.
     pub async fn publish(&self, regarding: &ObjectReference, key: &str, action: &str, event: &Event) {
         let uid = regarding.uid.clone().unwrap_or_else(|| key.to_owned());
         if !self.allow(&uid) {
@@ -63,8 +89,16 @@ impl EventSink {
             action: action.to_owned(),
             secondary: None,
         };
-        if let Err(error) = self.recorder.publish(&kube_event, regarding).await {
-            tracing::warn!(plugin = %self.plugin, key, reason = %event.reason, error = %crate::error_chain(&error), "could not record event");
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        uid.hash(&mut hasher);
+        let lane = &self.lanes[(hasher.finish() % LANES as u64) as usize];
+        let pending = Pending {
+            event: kube_event,
+            regarding: regarding.clone(),
+            key: key.to_owned(),
+        };
+        if lane.send(pending).await.is_err() {
+            tracing::debug!(plugin = %self.plugin, key, reason = %event.reason, "event dropped: the runtime is shutting down");
         }
     }
 
@@ -83,6 +117,15 @@ impl EventSink {
             true
         } else {
             false
+        }
+    }
+}
+
+/// Writes a lane's events in order until every sender is gone.
+async fn write_events(recorder: Recorder, plugin: String, mut receiver: mpsc::Receiver<Pending>) {
+    while let Some(Pending { event, regarding, key }) = receiver.recv().await {
+        if let Err(error) = recorder.publish(&event, &regarding).await {
+            tracing::warn!(plugin, key, reason = %event.reason, error = %crate::error_chain(&error), "could not record event");
         }
     }
 }

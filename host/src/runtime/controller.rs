@@ -7,11 +7,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
+use futures::{FutureExt as _, StreamExt as _};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, DynamicObject};
 use serde_json::Value;
 
-use super::cache::{CacheChange, Caches, KindCache, ObjectKey, Subscription};
+use super::cache::{CacheChange, CachedObject, Caches, KindCache, ObjectKey, Subscription};
 use super::dependencies::Dependencies;
 use super::reader::CacheReader;
 use super::workqueue::{Completion, Item, QueueConfig, Source, WorkQueue};
@@ -108,6 +110,9 @@ pub enum StartError {
 
 /// Hash of the last object applied, per child (kind and key) of one primary.
 type AppliedChildren = HashMap<(Gvk, ObjectKey), u64>;
+
+/// Child writes (applies, deletions) of one reconcile in flight at once.
+const CHILD_WRITES_IN_FLIGHT: usize = 8;
 
 /// Shared state of a running controller.
 struct Shared {
@@ -546,6 +551,9 @@ impl Shared {
         }
     }
 
+    /// Applies the desired children that changed, then deletes owned children no longer desired. Writes of one
+    /// reconcile run concurrently (at most [`CHILD_WRITES_IN_FLIGHT`]); every started write finishes and is folded
+    /// into the cache, and the first failure is returned.
     async fn write_children(
         &self,
         primary_key: &ObjectKey,
@@ -553,58 +561,85 @@ impl Shared {
         primary_uid: &str,
         prepared: &[PreparedChild],
     ) -> Result<(), WriteError> {
-        let mut desired: HashSet<(Gvk, String)> = HashSet::new();
+        let desired: HashSet<(&Gvk, &str)> = prepared.iter().map(|c| (&c.gvk, c.name.as_str())).collect();
+        let mut applies = Vec::new();
         for child in prepared {
-            desired.insert((child.gvk.clone(), child.name.clone()));
-            let cache = &self.caches[&child.gvk];
-            let namespace = child.object["metadata"]["namespace"].as_str();
-            let child_key = ObjectKey::new(namespace, &child.name);
-            let hash = hash_of(&child.object);
-            let observed = cache.get(&child_key);
-            let applied_before = self
-                .last_applied
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .get(primary_key)
-                .and_then(|children| children.get(&(child.gvk.clone(), child_key.clone())))
-                == Some(&hash);
-            if applied_before && observed.as_ref().is_some_and(|o| is_subset(&child.object, &o.value)) {
-                continue;
+            if !self.applied_unchanged(primary_key, child) {
+                applies.push(self.apply_child(primary_key, key, child).boxed());
             }
-            let api = self.api_for(&child.gvk, namespace);
-            let written = writer::apply(&api, &self.field_manager, &child.name, &child.object).await?;
-            tracing::debug!(plugin = %self.name, key, child = %child_key, kind = %child.gvk.kind, created = observed.is_none(), "child applied");
-            self.last_applied
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .entry(primary_key.clone())
-                .or_default()
-                .insert((child.gvk.clone(), child_key), hash);
-            cache.record_write(written, None);
         }
+        all_succeed(applies).await?;
+
+        let mut stale = Vec::new();
         for gvk in &self.spec.owns {
-            let cache = &self.caches[gvk];
-            for observed in cache.controlled_by(primary_uid) {
-                if desired.contains(&(gvk.clone(), observed.key.name.clone())) {
-                    continue;
+            for observed in self.caches[gvk].controlled_by(primary_uid) {
+                let elsewhere = self.primary.namespaced() && observed.key.namespace != primary_key.namespace;
+                if !elsewhere && !desired.contains(&(gvk, observed.key.name.as_str())) {
+                    stale.push((gvk, observed));
                 }
-                if self.primary.namespaced() && observed.key.namespace != primary_key.namespace {
-                    continue;
-                }
-                let api = self.api_for(gvk, observed.key.namespace.as_deref());
-                writer::delete(&api, &gvk.kind, &observed.key.name, &observed.uid).await?;
-                tracing::debug!(plugin = %self.name, key, child = %observed.key, kind = %gvk.kind, "child deleted");
-                if let Some(children) = self
-                    .last_applied
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .get_mut(primary_key)
-                {
-                    children.remove(&(gvk.clone(), observed.key.clone()));
-                }
-                cache.record_delete(&observed.key, &observed.uid);
             }
         }
+        let mut deletes = Vec::new();
+        for (gvk, observed) in &stale {
+            deletes.push(self.delete_child(primary_key, key, gvk, observed).boxed());
+        }
+        all_succeed(deletes).await
+    }
+
+    /// Whether `child` is exactly what was last applied for this primary and the cache still shows it so.
+    fn applied_unchanged(&self, primary_key: &ObjectKey, child: &PreparedChild) -> bool {
+        let namespace = child.object["metadata"]["namespace"].as_str();
+        let child_key = ObjectKey::new(namespace, &child.name);
+        let applied_before = self
+            .last_applied
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(primary_key)
+            .and_then(|children| children.get(&(child.gvk.clone(), child_key.clone())))
+            == Some(&hash_of(&child.object));
+        applied_before
+            && self.caches[&child.gvk]
+                .get(&child_key)
+                .is_some_and(|observed| is_subset(&child.object, &observed.value))
+    }
+
+    async fn apply_child(&self, primary_key: &ObjectKey, key: &str, child: &PreparedChild) -> Result<(), WriteError> {
+        let cache = &self.caches[&child.gvk];
+        let namespace = child.object["metadata"]["namespace"].as_str();
+        let child_key = ObjectKey::new(namespace, &child.name);
+        let created = cache.get(&child_key).is_none();
+        let api = self.api_for(&child.gvk, namespace);
+        let written = writer::apply(&api, &self.field_manager, &child.name, &child.object).await?;
+        tracing::debug!(plugin = %self.name, key, child = %child_key, kind = %child.gvk.kind, created, "child applied");
+        self.last_applied
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(primary_key.clone())
+            .or_default()
+            .insert((child.gvk.clone(), child_key), hash_of(&child.object));
+        cache.record_write(written, None);
+        Ok(())
+    }
+
+    async fn delete_child(
+        &self,
+        primary_key: &ObjectKey,
+        key: &str,
+        gvk: &Gvk,
+        observed: &CachedObject,
+    ) -> Result<(), WriteError> {
+        let api = self.api_for(gvk, observed.key.namespace.as_deref());
+        writer::delete(&api, &gvk.kind, &observed.key.name, &observed.uid).await?;
+        tracing::debug!(plugin = %self.name, key, child = %observed.key, kind = %gvk.kind, "child deleted");
+        if let Some(children) = self
+            .last_applied
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_mut(primary_key)
+        {
+            children.remove(&(gvk.clone(), observed.key.clone()));
+        }
+        self.caches[gvk].record_delete(&observed.key, &observed.uid);
         Ok(())
     }
 
@@ -663,6 +698,15 @@ fn has_finalizer(object: &Value, finalizer: &str) -> bool {
     object["metadata"]["finalizers"]
         .as_array()
         .is_some_and(|f| f.iter().any(|f| f == finalizer))
+}
+
+/// Runs `writes` with at most [`CHILD_WRITES_IN_FLIGHT`] at a time, lets every one finish, and returns the first error.
+async fn all_succeed(writes: Vec<BoxFuture<'_, Result<(), WriteError>>>) -> Result<(), WriteError> {
+    let results: Vec<Result<(), WriteError>> = futures::stream::iter(writes)
+        .buffer_unordered(CHILD_WRITES_IN_FLIGHT)
+        .collect()
+        .await;
+    results.into_iter().collect()
 }
 
 /// Whether `written` (a status write's response) differs from `seen` (what the reconcile read) only in its status
