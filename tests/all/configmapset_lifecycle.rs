@@ -11,7 +11,7 @@ use crate::harness::{Cluster, Host, wait_for};
 use crate::journal::{Action, Journal, bursts_between, count_per_name};
 use crate::kinds::{
     CONVERGE, config_map_resource, configmapset, configmapset_resource, create_when_served, events_about,
-    install_example, namespaced, occurrences, set_ready_with, wait_event, wait_gone, wait_object, wait_served,
+    install_example, namespaced, occurrences, set_ready_with, wait_gone, wait_object, wait_served,
 };
 
 /// A cluster and a host running the configmapset plugin, with the ConfigMapSet kind served.
@@ -127,13 +127,28 @@ async fn scaling_up_and_down_honours_burst_and_never_creates_a_child_twice() -> 
         "10 replicas at burst 3 take at least 4 rounds: {bursts:?}"
     );
 
-    // Events of one reason are aggregated into a series (kube's recorder keeps the first note and counts):
-    // every creating round is counted, and the first one created a burst of 3.
-    let scaling_up = wait_event(&fixture.client, "default", "web", "Normal", "ScalingUp", |event| {
-        occurrences(event) >= 4
+    // Every creating round is told in an Event of its own note (a repeat of the same note would grow a series):
+    // the notes count down the missing replicas, starting with a burst of 3 of 10, and add up to 10 creations.
+    let rounds = wait_for(CONVERGE, "a ScalingUp Event for every creating round", || async {
+        let rounds: Vec<(usize, usize)> = events_about(&fixture.client, "default", "web")
+            .await
+            .ok()?
+            .iter()
+            .filter(|event| event.reason.as_deref() == Some("ScalingUp"))
+            .flat_map(|event| {
+                let round = event.note.as_deref().and_then(scaling_up_note);
+                std::iter::repeat_n(round, occurrences(event) as usize)
+            })
+            .collect::<Option<_>>()?;
+        (rounds.iter().map(|(created, _)| created).sum::<usize>() == 10).then_some(rounds)
     })
     .await;
-    assert_eq!(scaling_up.note.as_deref().and_then(scaling_up_note), Some((3, 7)));
+    assert_eq!(rounds.first(), Some(&(3, 7)), "{rounds:?}");
+    assert_eq!(rounds.last().map(|(_, missing)| *missing), Some(0), "{rounds:?}");
+    assert!(
+        rounds.len() >= 4,
+        "10 replicas at burst 3 take at least 4 rounds: {rounds:?}"
+    );
     let kept_before = fixture.children("web").await?;
 
     // Scale down to 2: 8 deletions, at most 3 per round, highest indexes first, the kept ones untouched.

@@ -71,7 +71,7 @@ async fn plugin_error_is_reported_retried_with_backoff_and_recovers_on_hot_reloa
     let failing_for = created.elapsed();
     assert_eq!(condition(&recovered, "Ready"), Some("True"));
     // The first successful reconcile is told how many attempts failed before it; its Echoed event says so (later
-    // reconciles, with the count reset, only add to that event's series).
+    // reconciles, with the count reset, say `attempt 0` in Events of their own).
     let echoed = wait_event(&client, "default", "flaky", "Normal", "Echoed", |_| true).await;
     let attempt: u64 = echoed
         .note
