@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wasmtime::component::ResourceTable;
-use wasmtime::{Store, Trap};
+use wasmtime::{Store, Trap, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::contract::{ControllerSpec, Outcome, WorldView};
@@ -122,8 +122,19 @@ pub(crate) fn new_store(
     };
     let mut store = Store::new(&engine.inner.engine, state);
     store.limiter(|state| &mut state.limiter);
+    // Ticks can come in a burst when the ticker catches up after the machine stalled it, so reaching the tick
+    // count only means "look at the clock": the call is interrupted once the deadline has really passed, never
+    // before, and at most a tick or two after.
+    let ends_at = Instant::now() + limits.deadline;
     store.set_epoch_deadline(PluginEngine::deadline_ticks(limits.deadline));
-    store.epoch_deadline_trap();
+    store.epoch_deadline_callback(move |_| {
+        let left = ends_at.saturating_duration_since(Instant::now());
+        Ok(if left.is_zero() {
+            UpdateDeadline::Interrupt
+        } else {
+            UpdateDeadline::Continue(PluginEngine::deadline_ticks(left))
+        })
+    });
     store
 }
 

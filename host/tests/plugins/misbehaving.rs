@@ -70,6 +70,42 @@ fn endless_loop_times_out_within_the_deadline() {
 }
 
 #[test]
+fn a_burst_of_epoch_ticks_never_cuts_a_call_short() {
+    // A ticker stalled by a busy machine catches up with a burst of ticks; the deadline is still wall-clock time.
+    let engine = wasm_reconciler::plugin::PluginEngine::new(None).expect("engine starts");
+    let deadline = Duration::from_millis(200);
+    let plugin = engine
+        .load(
+            "chaos",
+            &wasm_reconciler_artifacts::read(CHAOS),
+            Limits {
+                deadline,
+                ..Limits::default()
+            },
+        )
+        .expect("loads");
+    let started = Instant::now();
+    let result = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while started.elapsed() < Duration::from_millis(50) {
+                for _ in 0..1000 {
+                    engine.engine().increment_epoch();
+                }
+                std::thread::yield_now();
+            }
+        });
+        plugin.reconcile(&view("loop"), super::reader(vec![]), labels())
+    });
+    let elapsed = started.elapsed();
+    let error = result.expect_err("the loop is interrupted");
+    assert_eq!(error.reason(), "Timeout", "{error:?}");
+    assert!(
+        elapsed >= deadline,
+        "interrupted after {elapsed:?}, before the deadline"
+    );
+}
+
+#[test]
 fn memory_bomb_exhausts_memory() {
     let limits = Limits {
         memory_bytes: 16 * 1024 * 1024,
