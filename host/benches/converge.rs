@@ -435,7 +435,7 @@ async fn run_cache() -> anyhow::Result<()> {
 
     let caches = Caches::new(client);
     let started = Instant::now();
-    let cache = caches.get_or_start(&Gvk::new("", "v1", "ConfigMap")).await?;
+    let cache = caches.get_or_start(&Gvk::new("", "v1", "ConfigMap"), None).await?;
     cache.wait_synced().await;
     let sync_seconds = started.elapsed().as_secs_f64();
     let cached = cache.list(None);

@@ -21,4 +21,5 @@ mod resilience;
 mod scope;
 mod telemetry_probe;
 mod through_kubectl;
+mod watched_namespaces;
 mod webapp;

@@ -266,8 +266,12 @@ async fn lead(
                     _ = stop.wait_for(|stop| *stop) => return,
                 }
                 health.set_synced(manager.all_running().await);
+                let mut per_kind: std::collections::BTreeMap<String, usize> = Default::default();
                 for cache in caches.alive() {
-                    metrics.set_cached_objects(&cache.gvk().to_string(), cache.len());
+                    *per_kind.entry(cache.gvk().to_string()).or_default() += cache.len();
+                }
+                for (kind, objects) in per_kind {
+                    metrics.set_cached_objects(&kind, objects);
                 }
             }
         }

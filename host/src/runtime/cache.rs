@@ -1,11 +1,15 @@
 //! Shared informer caches: one watch per kind, shared by every controller that needs that kind.
 //!
+//! A controller restricted to some namespaces gets caches that watch only those namespaces (one watch per
+//! namespace), shared by every controller with the same namespaces: a namespaced plugin needs no cluster-wide
+//! list or watch permission. Cluster-scoped kinds are always watched whole.
+//!
 //! Objects are stored with `managedFields` stripped, both parsed and as JSON text (plugins receive JSON text,
 //! so each object is serialised once per change, not once per reconcile). The host's own writes are folded in
 //! as soon as the API server answers, so the next reconcile sees them before the watch delivers them; the
 //! watch event that follows carries the same resourceVersion and is then ignored.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use std::time::Duration;
@@ -194,11 +198,15 @@ impl CacheState {
     }
 }
 
-/// The cache of one kind, fed by a watch on all namespaces.
+/// Which namespaces a cache watches: `None` for all.
+pub type Namespaces = Option<BTreeSet<String>>;
+
+/// The cache of one kind, fed by a watch on all namespaces or by one watch per namespace of its scope.
 pub struct KindCache {
     gvk: Gvk,
     resource: ApiResource,
     namespaced: bool,
+    namespaces: Namespaces,
     state: RwLock<CacheState>,
     synced: watch::Sender<bool>,
     subscribers: RwLock<Vec<(u64, Subscriber)>>,
@@ -237,6 +245,20 @@ impl KindCache {
     /// Whether the kind is namespaced.
     pub fn namespaced(&self) -> bool {
         self.namespaced
+    }
+
+    /// The namespaces watched; `None` when all are (always for cluster-scoped kinds).
+    pub fn namespaces(&self) -> Option<&BTreeSet<String>> {
+        self.namespaces.as_ref()
+    }
+
+    /// Whether objects of `namespace` are watched (`None`: cluster-scoped objects, or every namespace).
+    pub fn watches(&self, namespace: Option<&str>) -> bool {
+        match (&self.namespaces, namespace) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(watched), Some(namespace)) => watched.contains(namespace),
+        }
     }
 
     /// Number of cached objects.
@@ -294,6 +316,9 @@ impl KindCache {
     /// and will be dropped, so the writer must not be marked as having seen it.
     pub fn record_write(&self, value: Value, seen_by: Option<u64>) {
         let Some(object) = CachedObject::new(value) else { return };
+        if !self.watches(object.key.namespace.as_deref()) {
+            return;
+        }
         let object = Arc::new(object);
         let old = {
             let mut state = self.write();
@@ -404,8 +429,9 @@ impl KindCache {
         }
     }
 
-    /// Replaces the contents after a (re)list, telling subscribers what changed.
-    fn replace_all(&self, listed: Vec<Value>) {
+    /// Replaces the contents after a (re)list of `within` (one namespace of the scope, or everything when
+    /// `None`), telling subscribers what changed.
+    fn replace_all(&self, listed: Vec<Value>, within: Option<&str>) {
         let fresh: Vec<Arc<CachedObject>> = listed.into_iter().filter_map(CachedObject::new).map(Arc::new).collect();
         let mut changes = Vec::new();
         {
@@ -414,6 +440,7 @@ impl KindCache {
             let vanished: Vec<ObjectKey> = state
                 .objects
                 .keys()
+                .filter(|key| within.is_none_or(|namespace| key.namespace.as_deref() == Some(namespace)))
                 .filter(|key| !listed_keys.contains(*key))
                 .cloned()
                 .collect();
@@ -444,6 +471,9 @@ impl KindCache {
         for change in &changes {
             self.publish(change);
         }
+    }
+
+    fn mark_synced(&self) {
         self.synced.send_replace(true);
     }
 }
@@ -471,8 +501,11 @@ impl Drop for Subscription {
 #[derive(Clone)]
 pub struct Caches {
     client: Client,
-    caches: Arc<Mutex<HashMap<Gvk, Weak<KindCache>>>>,
+    caches: Arc<Mutex<HashMap<CacheScope, Weak<KindCache>>>>,
 }
+
+/// What a cache is for: a kind, watched in some namespaces or all.
+type CacheScope = (Gvk, Namespaces);
 
 impl std::fmt::Debug for Caches {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -506,19 +539,15 @@ impl Caches {
             .collect()
     }
 
-    /// The cache of `gvk`, starting its watch if no one holds it. Fails when the API server does not serve the
-    /// kind; callers retry (a CRD may be installed later).
-    pub async fn get_or_start(&self, gvk: &Gvk) -> Result<Arc<KindCache>> {
-        if let Some(cache) = self
-            .caches
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(gvk)
-            .and_then(Weak::upgrade)
-        {
+    /// The cache of `gvk` watching `namespaces` (all when `None`; cluster-scoped kinds are always watched
+    /// whole), starting its watch if no one holds it. Fails when the API server does not serve the kind; callers
+    /// retry (a CRD may be installed later).
+    pub async fn get_or_start(&self, gvk: &Gvk, namespaces: Option<&[String]>) -> Result<Arc<KindCache>> {
+        let kube_gvk = GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind);
+        let requested: Namespaces = namespaces.map(|namespaces| namespaces.iter().cloned().collect());
+        if let Some(cache) = self.alive_cache(gvk, &requested) {
             return Ok(cache);
         }
-        let kube_gvk = GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind);
         let (resource, capabilities) =
             kube::discovery::pinned_kind(&self.client, &kube_gvk)
                 .await
@@ -527,9 +556,11 @@ impl Caches {
                     source,
                 })?;
         let namespaced = capabilities.scope == kube::discovery::Scope::Namespaced;
+        let scope = if namespaced { requested } else { None };
 
         let mut caches = self.caches.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(cache) = caches.get(gvk).and_then(Weak::upgrade) {
+        let key = (gvk.clone(), scope.clone());
+        if let Some(cache) = caches.get(&key).and_then(Weak::upgrade) {
             return Ok(cache);
         }
         let (synced, _) = watch::channel(false);
@@ -537,6 +568,7 @@ impl Caches {
             gvk: gvk.clone(),
             resource: resource.clone(),
             namespaced,
+            namespaces: scope.clone(),
             state: RwLock::default(),
             synced,
             subscribers: RwLock::default(),
@@ -547,40 +579,79 @@ impl Caches {
             self.client.clone(),
             resource,
             gvk.clone(),
+            scope.clone(),
             Arc::downgrade(&cache),
         ));
         *cache.task.lock().unwrap_or_else(PoisonError::into_inner) = Some(task);
-        caches.insert(gvk.clone(), Arc::downgrade(&cache));
+        caches.insert(key, Arc::downgrade(&cache));
         caches.retain(|_, cache| cache.strong_count() > 0);
-        tracing::info!(kind = %gvk, "watching");
+        match &scope {
+            None => tracing::info!(kind = %gvk, "watching"),
+            Some(namespaces) => tracing::info!(kind = %gvk, ?namespaces, "watching"),
+        }
         Ok(cache)
+    }
+
+    /// A running cache of `gvk` for `namespaces`, also when the kind turns out to be cluster-scoped.
+    fn alive_cache(&self, gvk: &Gvk, namespaces: &Namespaces) -> Option<Arc<KindCache>> {
+        let caches = self.caches.lock().unwrap_or_else(PoisonError::into_inner);
+        caches
+            .get(&(gvk.clone(), namespaces.clone()))
+            .and_then(Weak::upgrade)
+            .or_else(|| {
+                caches
+                    .get(&(gvk.clone(), None))
+                    .and_then(Weak::upgrade)
+                    .filter(|cache| !cache.namespaced)
+            })
     }
 }
 
-/// Feeds a cache from a watch until the cache is dropped. The kube watcher re-lists on 410 Gone, uses
-/// bookmarks, and backs off on errors.
-async fn run_watch(client: Client, resource: ApiResource, gvk: Gvk, cache: Weak<KindCache>) {
-    let api: Api<DynamicObject> = Api::all_with(client, &resource);
-    let mut stream = watcher(api, watcher::Config::default()).default_backoff().boxed();
-    let mut buffer: Vec<Value> = Vec::new();
+/// Feeds a cache from its watches until the cache is dropped: one on all namespaces, or one per namespace of
+/// its scope. The kube watcher re-lists on 410 Gone, uses bookmarks, and backs off on errors; a re-list of one
+/// namespace replaces only that namespace's objects. The cache is synced once every watch has listed.
+async fn run_watch(client: Client, resource: ApiResource, gvk: Gvk, scope: Namespaces, cache: Weak<KindCache>) {
+    let watches: Vec<(Option<String>, Api<DynamicObject>)> = match &scope {
+        None => vec![(None, Api::all_with(client, &resource))],
+        Some(namespaces) => namespaces
+            .iter()
+            .map(|namespace| {
+                (
+                    Some(namespace.clone()),
+                    Api::namespaced_with(client.clone(), namespace, &resource),
+                )
+            })
+            .collect(),
+    };
+    let mut unsynced: HashSet<Option<String>> = watches.iter().map(|(namespace, _)| namespace.clone()).collect();
+    let mut stream = futures::stream::select_all(watches.into_iter().map(|(namespace, api)| {
+        watcher(api, watcher::Config::default())
+            .default_backoff()
+            .map(move |event| (namespace.clone(), event))
+            .boxed()
+    }));
+    let mut buffers: HashMap<Option<String>, Vec<Value>> = HashMap::new();
     let mut failures = 0u32;
-    while let Some(event) = stream.next().await {
+    while let Some((namespace, event)) = stream.next().await {
         let Some(cache) = cache.upgrade() else { return };
         match event {
             Ok(event) => {
                 failures = 0;
                 match event {
-                    WatchEvent::Init => buffer.clear(),
-                    WatchEvent::InitApply(object) => buffer.push(to_value(object, &gvk)),
+                    WatchEvent::Init => buffers.entry(namespace).or_default().clear(),
+                    WatchEvent::InitApply(object) => {
+                        buffers.entry(namespace).or_default().push(to_value(object, &gvk));
+                    }
                     WatchEvent::InitDone => {
-                        let listed = std::mem::take(&mut buffer);
+                        let listed = buffers.remove(&namespace).unwrap_or_default();
                         let count = listed.len();
-                        let first_sync = !cache.is_synced();
-                        cache.replace_all(listed);
-                        if first_sync {
-                            tracing::info!(kind = %gvk, objects = count, "cache synced");
-                        } else {
-                            tracing::debug!(kind = %gvk, objects = count, "cache re-listed");
+                        cache.replace_all(listed, namespace.as_deref());
+                        let first_sync = unsynced.remove(&namespace);
+                        if unsynced.is_empty() && !cache.is_synced() {
+                            cache.mark_synced();
+                            tracing::info!(kind = %gvk, objects = cache.len(), "cache synced");
+                        } else if !first_sync {
+                            tracing::debug!(kind = %gvk, namespace, objects = count, "cache re-listed");
                         }
                     }
                     WatchEvent::Apply(object) => cache.apply_watched(to_value(object, &gvk)),
@@ -591,14 +662,14 @@ async fn run_watch(client: Client, resource: ApiResource, gvk: Gvk, cache: Weak<
                 failures += 1;
                 let level_warn = failures == 1 || failures.is_power_of_two();
                 if level_warn {
-                    tracing::warn!(kind = %gvk, failures, error = %crate::error_chain(&error), "watch failed; retrying with backoff");
+                    tracing::warn!(kind = %gvk, namespace, failures, error = %crate::error_chain(&error), "watch failed; retrying with backoff");
                 } else {
-                    tracing::debug!(kind = %gvk, failures, error = %crate::error_chain(&error), "watch failed; retrying with backoff");
+                    tracing::debug!(kind = %gvk, namespace, failures, error = %crate::error_chain(&error), "watch failed; retrying with backoff");
                 }
             }
         }
     }
-    // The watcher stream only ends when its API is gone; give the runtime a moment before anyone retries.
+    // The watcher streams only end when their API is gone; give the runtime a moment before anyone retries.
     tokio::time::sleep(Duration::from_millis(10)).await;
 }
 
@@ -648,6 +719,55 @@ mod tests {
         assert!(newer.supersedes(&older));
         assert!(!older.supersedes(&newer));
         assert!(!newer.supersedes(&CachedObject::new(object("a", "9", None)).unwrap()));
+    }
+
+    /// A cache of ConfigMaps no watch feeds.
+    fn detached(namespaces: Namespaces) -> KindCache {
+        let gvk = Gvk::new("", "v1", "ConfigMap");
+        KindCache {
+            resource: ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "ConfigMap")),
+            gvk,
+            namespaced: true,
+            namespaces,
+            state: RwLock::default(),
+            synced: watch::channel(false).0,
+            subscribers: RwLock::default(),
+            next_subscriber: AtomicU64::new(0),
+            task: Mutex::new(None),
+        }
+    }
+
+    fn in_namespace(namespace: &str, name: &str, rv: &str) -> Value {
+        let mut value = object(name, rv, None);
+        value["metadata"]["namespace"] = json!(namespace);
+        value
+    }
+
+    #[test]
+    fn a_relist_of_one_namespace_replaces_only_that_namespace() {
+        let cache = detached(Some(["a".to_owned(), "b".to_owned()].into()));
+        cache.replace_all(
+            vec![in_namespace("a", "x", "1"), in_namespace("a", "y", "2")],
+            Some("a"),
+        );
+        cache.replace_all(vec![in_namespace("b", "z", "3")], Some("b"));
+        assert_eq!(cache.len(), 3);
+        // `y` went while namespace a's watch was down; b's object stays.
+        cache.replace_all(vec![in_namespace("a", "x", "1")], Some("a"));
+        let mut keys: Vec<String> = cache.list(None).iter().map(|o| o.key.to_string()).collect();
+        keys.sort();
+        assert_eq!(keys, ["a/x", "b/z"]);
+    }
+
+    #[test]
+    fn a_scoped_cache_ignores_writes_outside_its_namespaces() {
+        let cache = detached(Some(["a".to_owned()].into()));
+        assert!(cache.watches(Some("a")));
+        assert!(!cache.watches(Some("b")));
+        cache.record_write(in_namespace("b", "x", "1"), None);
+        cache.record_write(in_namespace("a", "x", "1"), None);
+        assert_eq!(cache.list(None).len(), 1);
+        assert!(detached(None).watches(Some("b")));
     }
 
     #[test]

@@ -164,7 +164,10 @@ impl Controller {
         let mut kind_caches = HashMap::new();
         for gvk in std::iter::once(&spec.primary).chain(&spec.owns).chain(&spec.reads) {
             if !kind_caches.contains_key(gvk) {
-                kind_caches.insert(gvk.clone(), caches.get_or_start(gvk).await?);
+                kind_caches.insert(
+                    gvk.clone(),
+                    caches.get_or_start(gvk, options.namespaces.as_deref()).await?,
+                );
             }
         }
         for cache in kind_caches.values() {

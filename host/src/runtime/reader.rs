@@ -43,6 +43,17 @@ impl CacheReader {
             .ok_or_else(|| format!("kind {kind} is not being watched by the host"))
     }
 
+    /// Refuses a namespace the plugin's settings leave out: it is not watched, so absence would be a lie.
+    fn check_watched(kind: &Gvk, cache: &KindCache, namespace: Option<&str>) -> Result<(), String> {
+        match (namespace, cache.namespaces()) {
+            (Some(namespace), Some(watched)) if !watched.contains(namespace) => Err(format!(
+                "namespace {namespace} is not watched for this plugin: its settings limit {kind} to {}",
+                watched.iter().cloned().collect::<Vec<_>>().join(", ")
+            )),
+            _ => Ok(()),
+        }
+    }
+
     fn record(&self, read: Read) {
         self.reads.lock().unwrap_or_else(PoisonError::into_inner).push(read);
     }
@@ -55,6 +66,7 @@ impl ClusterReader for CacheReader {
         if cache.namespaced() && namespace.is_none() {
             return Err(format!("{kind} is namespaced: `get` needs a namespace"));
         }
+        Self::check_watched(kind, cache, namespace)?;
         let key = ObjectKey::new(namespace, name);
         let found = cache.get(&key).map(|object| object.json.to_string());
         self.record(Read::Get { gvk: kind.clone(), key });
@@ -66,6 +78,7 @@ impl ClusterReader for CacheReader {
         let selector = LabelSelector::parse(label_selector.unwrap_or_default())
             .map_err(|e| format!("label selector {:?}: {e}", label_selector.unwrap_or_default()))?;
         let namespace = if cache.namespaced() { namespace } else { None };
+        Self::check_watched(kind, cache, namespace)?;
         let mut objects: Vec<_> = cache
             .list(namespace)
             .into_iter()
