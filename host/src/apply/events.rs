@@ -44,6 +44,8 @@ struct Pending {
     note: String,
     action: String,
     regarding: ObjectReference,
+    /// The object's uid (its key when it has none): its rate-limit bucket, lane and series.
+    uid: String,
     key: String,
 }
 
@@ -104,6 +106,7 @@ impl EventSink {
             note: event.note.clone(),
             action: action.to_owned(),
             regarding: regarding.clone(),
+            uid,
             key: key.to_owned(),
         };
         if lane.send(pending).await.is_err() {
@@ -190,7 +193,7 @@ impl SeriesRecorder {
         };
         let regarding = &pending.regarding;
         let key = SeriesKey {
-            regarding: regarding.uid.clone().unwrap_or_else(|| pending.key.clone()),
+            regarding: pending.uid.clone(),
             type_,
             reason: pending.reason.clone(),
             action: pending.action.clone(),

@@ -543,11 +543,11 @@ impl Caches {
     /// whole), starting its watch if no one holds it. Fails when the API server does not serve the kind; callers
     /// retry (a CRD may be installed later).
     pub async fn get_or_start(&self, gvk: &Gvk, namespaces: Option<&[String]>) -> Result<Arc<KindCache>> {
-        let kube_gvk = GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind);
         let requested: Namespaces = namespaces.map(|namespaces| namespaces.iter().cloned().collect());
         if let Some(cache) = self.alive_cache(gvk, &requested) {
             return Ok(cache);
         }
+        let kube_gvk = GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind);
         let (resource, capabilities) =
             kube::discovery::pinned_kind(&self.client, &kube_gvk)
                 .await

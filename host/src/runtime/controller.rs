@@ -567,8 +567,10 @@ impl Shared {
         let desired: HashSet<(&Gvk, &str)> = prepared.iter().map(|c| (&c.gvk, c.name.as_str())).collect();
         let mut applies = Vec::new();
         for child in prepared {
-            if !self.applied_unchanged(primary_key, child) {
-                applies.push(self.apply_child(primary_key, key, child).boxed());
+            let child_key = ObjectKey::new(child.object["metadata"]["namespace"].as_str(), &child.name);
+            let hash = hash_of(&child.object);
+            if !self.applied_unchanged(primary_key, child, &child_key, hash) {
+                applies.push(self.apply_child(primary_key, key, child, child_key, hash).boxed());
             }
         }
         all_succeed(applies).await?;
@@ -589,29 +591,39 @@ impl Shared {
         all_succeed(deletes).await
     }
 
-    /// Whether `child` is exactly what was last applied for this primary and the cache still shows it so.
-    fn applied_unchanged(&self, primary_key: &ObjectKey, child: &PreparedChild) -> bool {
-        let namespace = child.object["metadata"]["namespace"].as_str();
-        let child_key = ObjectKey::new(namespace, &child.name);
+    /// Whether `child` (of key `child_key`, hashing to `hash`) is exactly what was last applied for this primary
+    /// and the cache still shows it so.
+    fn applied_unchanged(
+        &self,
+        primary_key: &ObjectKey,
+        child: &PreparedChild,
+        child_key: &ObjectKey,
+        hash: u64,
+    ) -> bool {
         let applied_before = self
             .last_applied
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(primary_key)
             .and_then(|children| children.get(&(child.gvk.clone(), child_key.clone())))
-            == Some(&hash_of(&child.object));
+            == Some(&hash);
         applied_before
             && self.caches[&child.gvk]
-                .get(&child_key)
+                .get(child_key)
                 .is_some_and(|observed| is_subset(&child.object, &observed.value))
     }
 
-    async fn apply_child(&self, primary_key: &ObjectKey, key: &str, child: &PreparedChild) -> Result<(), WriteError> {
+    async fn apply_child(
+        &self,
+        primary_key: &ObjectKey,
+        key: &str,
+        child: &PreparedChild,
+        child_key: ObjectKey,
+        hash: u64,
+    ) -> Result<(), WriteError> {
         let cache = &self.caches[&child.gvk];
-        let namespace = child.object["metadata"]["namespace"].as_str();
-        let child_key = ObjectKey::new(namespace, &child.name);
         let created = cache.get(&child_key).is_none();
-        let api = self.api_for(&child.gvk, namespace);
+        let api = self.api_for(&child.gvk, child_key.namespace.as_deref());
         let written = writer::apply(&api, &self.field_manager, &child.name, &child.object).await?;
         tracing::debug!(plugin = %self.name, key, child = %child_key, kind = %child.gvk.kind, created, "child applied");
         self.last_applied
@@ -619,7 +631,7 @@ impl Shared {
             .unwrap_or_else(PoisonError::into_inner)
             .entry(primary_key.clone())
             .or_default()
-            .insert((child.gvk.clone(), child_key), hash_of(&child.object));
+            .insert((child.gvk.clone(), child_key), hash);
         cache.record_write(written, None);
         Ok(())
     }

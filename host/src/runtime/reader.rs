@@ -46,7 +46,7 @@ impl CacheReader {
     /// Refuses a namespace the plugin's settings leave out: it is not watched, so absence would be a lie.
     fn check_watched(kind: &Gvk, cache: &KindCache, namespace: Option<&str>) -> Result<(), String> {
         match (namespace, cache.namespaces()) {
-            (Some(namespace), Some(watched)) if !watched.contains(namespace) => Err(format!(
+            (Some(namespace), Some(watched)) if !cache.watches(Some(namespace)) => Err(format!(
                 "namespace {namespace} is not watched for this plugin: its settings limit {kind} to {}",
                 watched.iter().cloned().collect::<Vec<_>>().join(", ")
             )),
