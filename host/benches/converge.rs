@@ -43,8 +43,6 @@ const KUBECONFIG_VARIABLE: &str = "CONVERGE_KUBECONFIG";
 const VARIANT_VARIABLE: &str = "CONVERGE_VARIANT";
 /// Concurrent reconciles of the host's controller, when not the default.
 const CONCURRENCY_VARIABLE: &str = "CONVERGE_CONCURRENCY";
-/// Milliseconds the API server adds to every request (inherited by the `apiserver` role).
-const API_LATENCY_VARIABLE: &str = "CONVERGE_API_LATENCY_MS";
 /// Namespace of every object the benchmark creates.
 const NAMESPACE: &str = "default";
 /// The plugin's name in the host.
@@ -109,7 +107,7 @@ impl Settings {
             rounds: number("CONVERGE_ROUNDS", 5)?.max(1),
             wide_concurrency: number("CONVERGE_WIDE_CONCURRENCY", 16)?,
             timeout: Duration::from_secs(number("CONVERGE_TIMEOUT_SECS", 600)? as u64),
-            api_latency_ms: number(API_LATENCY_VARIABLE, 0)?,
+            api_latency_ms: number("CONVERGE_API_LATENCY_MS", 0)?,
             output,
         })
     }
@@ -357,8 +355,8 @@ fn kubeconfig_from_environment() -> anyhow::Result<PathBuf> {
 async fn serve_api() -> anyhow::Result<()> {
     let kubeconfig = kubeconfig_from_environment()?;
     let server = ApiServer::builder().build().await?;
-    let latency: u64 = std::env::var(API_LATENCY_VARIABLE).map_or(Ok(0), |ms| ms.parse())?;
-    server.faults().set_latency(Duration::from_millis(latency));
+    let latency = Settings::from_environment()?.api_latency_ms;
+    server.faults().set_latency(Duration::from_millis(latency as u64));
     let serving = server.serve("127.0.0.1:0".parse()?).await?;
     write_kubeconfig(&kubeconfig, &serving.url(), None)?;
     answer("ready");
@@ -1594,34 +1592,22 @@ fn converge_table(out: &mut String, runs: &[ConvergeRun]) {
     });
     row(out, "creating the sets (client side)", &|run| seconds(run.creation));
     row(out, "children of the burst sets seen", &|run| run.children.to_string());
-    row(out, "burst p50 / p99: create → set seen by a watch", &|run| {
-        run.burst.seen.cell()
-    });
-    row(
-        out,
-        "burst p50 / p99: create → first reconcile's first write",
-        &|run| run.burst.finalizer.cell(),
-    );
-    row(out, "burst p50 / p99: create → first child seen", &|run| {
-        run.burst.first_child.cell()
-    });
-    row(out, "burst p50 / p99: create → Ready seen", &|run| {
-        run.burst.ready.cell()
-    });
-    row(out, "isolated p50 / p99: create → set seen by a watch", &|run| {
-        run.isolated.seen.cell()
-    });
-    row(
-        out,
-        "isolated p50 / p99: create → first reconcile's first write",
-        &|run| run.isolated.finalizer.cell(),
-    );
-    row(out, "isolated p50 / p99: create → first child seen", &|run| {
-        run.isolated.first_child.cell()
-    });
-    row(out, "isolated p50 / p99: create → Ready seen", &|run| {
-        run.isolated.ready.cell()
-    });
+    type Group = fn(&ConvergeRun) -> &Latencies;
+    type Stage = fn(&Latencies) -> &Percentiles;
+    let groups: [(&str, Group); 2] = [("burst", |run| &run.burst), ("isolated", |run| &run.isolated)];
+    let stages: [(&str, Stage); 4] = [
+        ("set seen by a watch", |l| &l.seen),
+        ("first reconcile's first write", |l| &l.finalizer),
+        ("first child seen", |l| &l.first_child),
+        ("Ready seen", |l| &l.ready),
+    ];
+    for (group, latencies) in groups {
+        for (stage, percentiles) in stages {
+            row(out, &format!("{group} p50 / p99: create → {stage}"), &|run| {
+                percentiles(latencies(run)).cell()
+            });
+        }
+    }
     row(out, "reconciles (success / conflict / error)", &|run| {
         format!(
             "{} ({} / {} / {})",

@@ -11,7 +11,7 @@ use crate::harness::{Cluster, Host, wait_for};
 use crate::journal::{Action, Journal, bursts_between, count_per_name};
 use crate::kinds::{
     CONVERGE, config_map_resource, configmapset, configmapset_resource, create_when_served, events_about,
-    install_example, namespaced, occurrences, set_ready_with, wait_gone, wait_object, wait_served,
+    install_example, namespaced, occurrences, set_children, set_ready_with, wait_gone, wait_served, wait_set_ready,
 };
 
 /// A cluster and a host running the configmapset plugin, with the ConfigMapSet kind served.
@@ -52,32 +52,12 @@ impl Fixture {
     }
 
     async fn wait_ready(&self, name: &str, replicas: u64) -> Value {
-        wait_object(
-            &self.sets,
-            name,
-            &format!("{name} Ready with {replicas} replicas"),
-            |set| set_ready_with(set, replicas),
-        )
-        .await
+        wait_set_ready(&self.sets, name, replicas).await
     }
 
     /// Names and uids of the set's ConfigMaps.
     async fn children(&self, set: &str) -> anyhow::Result<BTreeMap<String, String>> {
-        let selector = format!("examples.wasm-reconciler.io/configmapset={set}");
-        let list = self
-            .config_maps
-            .list(&kube::api::ListParams::default().labels(&selector))
-            .await?;
-        Ok(list
-            .items
-            .into_iter()
-            .map(|child| {
-                (
-                    child.metadata.name.unwrap_or_default(),
-                    child.metadata.uid.unwrap_or_default(),
-                )
-            })
-            .collect())
+        set_children(&self.config_maps, set).await
     }
 }
 

@@ -1,10 +1,11 @@
 //! The kinds the scenarios drive (ConfigMapSet, WebApp, Echo, Chaos): API handles, plugin installation, waiting
 //! on objects, and reading the Events the host records about them.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube::discovery::ApiResource;
@@ -243,6 +244,31 @@ pub fn set_ready_with(set: &Value, replicas: u64) -> bool {
     crate::harness::condition(set, "Ready") == Some("True")
         && set["status"]["replicas"].as_u64() == Some(replicas)
         && set["status"]["observedGeneration"] == set["metadata"]["generation"]
+}
+
+/// Waits until ConfigMapSet `name` is Ready with `replicas` children at its current generation; returns it.
+pub async fn wait_set_ready(sets: &Api<DynamicObject>, name: &str, replicas: u64) -> Value {
+    wait_object(sets, name, &format!("{name} Ready with {replicas} replicas"), |set| {
+        set_ready_with(set, replicas)
+    })
+    .await
+}
+
+/// Names and uids of the ConfigMaps of ConfigMapSet `set`.
+pub async fn set_children(config_maps: &Api<ConfigMap>, set: &str) -> anyhow::Result<BTreeMap<String, String>> {
+    let selector = format!("examples.wasm-reconciler.io/configmapset={set}");
+    Ok(config_maps
+        .list(&ListParams::default().labels(&selector))
+        .await?
+        .items
+        .into_iter()
+        .map(|child| {
+            (
+                child.metadata.name.unwrap_or_default(),
+                child.metadata.uid.unwrap_or_default(),
+            )
+        })
+        .collect())
 }
 
 /// Waits until the API server serves `api`'s kind (its CRD installed by the host).

@@ -2,7 +2,6 @@
 //! killed mid-convergence is succeeded by a new one (against a restarted durable API server) that finishes the job
 //! without creating any child twice or leaking a finalizer.
 
-use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::sync::Arc;
@@ -10,34 +9,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
-use serde_json::{Value, json};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use serde_json::json;
 use wasm_reconciler_apiserver::{ApiServer, ServingHandle, WriteFault, write_kubeconfig};
 
 use crate::harness::{Cluster, Host, condition, wait_for};
 use crate::journal::{Action, Journal, count_per_name};
 use crate::kinds::{
     CONVERGE, ECHO_CRD, config_map_resource, configmapset, configmapset_resource, create_when_served, echo_resource,
-    events_about, install_example, install_test_plugin, namespaced, set_ready_with, test_object, wait_gone,
-    wait_object, wait_served,
+    events_about, install_example, install_test_plugin, namespaced, set_children, test_object, wait_gone, wait_object,
+    wait_served, wait_set_ready,
 };
-
-/// Names and uids of the ConfigMaps of set `set`.
-async fn children(config_maps: &Api<ConfigMap>, set: &str) -> anyhow::Result<BTreeMap<String, String>> {
-    let selector = format!("examples.wasm-reconciler.io/configmapset={set}");
-    Ok(config_maps
-        .list(&ListParams::default().labels(&selector))
-        .await?
-        .items
-        .into_iter()
-        .map(|child| {
-            (
-                child.metadata.name.unwrap_or_default(),
-                child.metadata.uid.unwrap_or_default(),
-            )
-        })
-        .collect())
-}
 
 async fn scale(sets: &Api<DynamicObject>, name: &str, replicas: u32) -> anyhow::Result<()> {
     sets.patch(
@@ -47,13 +29,6 @@ async fn scale(sets: &Api<DynamicObject>, name: &str, replicas: u32) -> anyhow::
     )
     .await?;
     Ok(())
-}
-
-async fn wait_ready(sets: &Api<DynamicObject>, name: &str, replicas: u64) -> Value {
-    wait_object(sets, name, &format!("{name} Ready with {replicas} replicas"), |set| {
-        set_ready_with(set, replicas)
-    })
-    .await
 }
 
 /// Waits until `name` exists again with another uid than `old_uid`.
@@ -94,7 +69,7 @@ async fn conflicts_server_errors_and_dropped_watches_still_converge() -> anyhow:
     // 409s on child writes: re-queued quietly, no failure reported.
     faults.fail_writes("configmaps", 4, WriteFault::Conflict);
     create_when_served(&sets, configmapset("sturdy", 6, 2, "hello")).await?;
-    wait_ready(&sets, "sturdy", 6).await;
+    wait_set_ready(&sets, "sturdy", 6).await;
     assert_no_fault_pending(&config_maps, "probe-conflicts").await?;
     let warnings: Vec<_> = events_about(&client, "default", "sturdy")
         .await?
@@ -108,13 +83,13 @@ async fn conflicts_server_errors_and_dropped_watches_still_converge() -> anyhow:
     faults.fail_writes("configmaps", 3, WriteFault::Status(500));
     scale(&sets, "sturdy", 10).await?;
     faults.fail_writes("configmapsets.examples.wasm-reconciler.io", 2, WriteFault::Status(500));
-    let ready = wait_ready(&sets, "sturdy", 10).await;
+    let ready = wait_set_ready(&sets, "sturdy", 10).await;
     assert_eq!(condition(&ready, "Reconciled"), Some("True"));
     assert_eq!(ready["status"]["observedGeneration"], 2);
     assert_no_fault_pending(&config_maps, "probe-errors").await?;
     crate::kinds::wait_event(&client, "default", "sturdy", "Warning", "ApplyFailed", |_| true).await;
     faults.clear();
-    let before_drops = children(&config_maps, "sturdy").await?;
+    let before_drops = set_children(&config_maps, "sturdy").await?;
 
     // Watches dropped over and over (and expired once, forcing a relist) while scaling up.
     let dropping = Arc::new(AtomicBool::new(true));
@@ -135,10 +110,10 @@ async fn conflicts_server_errors_and_dropped_watches_still_converge() -> anyhow:
         }
     });
     scale(&sets, "sturdy", 16).await?;
-    wait_ready(&sets, "sturdy", 16).await;
+    wait_set_ready(&sets, "sturdy", 16).await;
     dropping.store(false, Ordering::Relaxed);
     dropper.await?;
-    let after_drops = children(&config_maps, "sturdy").await?;
+    let after_drops = set_children(&config_maps, "sturdy").await?;
     assert_eq!(after_drops.len(), 16);
     for (name, uid) in &before_drops {
         assert_eq!(after_drops.get(name), Some(uid), "{name} was never recreated");
@@ -150,7 +125,7 @@ async fn conflicts_server_errors_and_dropped_watches_still_converge() -> anyhow:
     faults.expire_watches();
     config_maps.delete("sturdy-4", &DeleteParams::default()).await?;
     wait_recreated(&config_maps, "sturdy-4", &after_drops["sturdy-4"]).await;
-    wait_ready(&sets, "sturdy", 16).await;
+    wait_set_ready(&sets, "sturdy", 16).await;
     host.stop().await
 }
 
@@ -193,7 +168,7 @@ async fn a_host_killed_mid_convergence_is_succeeded_after_a_durable_restart() ->
     create_when_served(&sets, configmapset("durable", 30, 2, "hello")).await?;
     wait_for(CONVERGE, "a few children to exist", || {
         let config_maps = config_maps.clone();
-        async move { (children(&config_maps, "durable").await.ok()?.len() >= 4).then_some(()) }
+        async move { (set_children(&config_maps, "durable").await.ok()?.len() >= 4).then_some(()) }
     })
     .await;
     host.kill();
@@ -204,7 +179,7 @@ async fn a_host_killed_mid_convergence_is_succeeded_after_a_durable_restart() ->
     let client = cluster.client().await?;
     let sets = namespaced(&client, "default", &configmapset_resource());
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    let survived = children(&config_maps, "durable").await?;
+    let survived = set_children(&config_maps, "durable").await?;
     assert!(
         (4..30).contains(&survived.len()),
         "the host was killed mid-convergence: {} children",
@@ -215,8 +190,8 @@ async fn a_host_killed_mid_convergence_is_succeeded_after_a_durable_restart() ->
 
     let journal = Journal::start(&client, "default", &[config_map_resource()]).await?;
     let host = Host::start(&cluster, Host::dev_options(&plugins)).await?;
-    wait_ready(&sets, "durable", 30).await;
-    let all = children(&config_maps, "durable").await?;
+    wait_set_ready(&sets, "durable", 30).await;
+    let all = set_children(&config_maps, "durable").await?;
     assert_eq!(all.len(), 30);
     for (name, uid) in &survived {
         assert_eq!(all.get(name), Some(uid), "{name} survived the crash untouched");
@@ -242,7 +217,7 @@ async fn a_host_killed_mid_convergence_is_succeeded_after_a_durable_restart() ->
     // No finalizer is leaked: deletion still drains and completes.
     sets.delete("durable", &DeleteParams::default()).await?;
     wait_gone(&sets, "durable", "the set to be gone").await;
-    assert!(children(&config_maps, "durable").await?.is_empty());
+    assert!(set_children(&config_maps, "durable").await?.is_empty());
     host.stop().await
 }
 

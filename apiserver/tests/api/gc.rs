@@ -28,10 +28,14 @@ async fn owner_and_dependent(api: &Api<ConfigMap>, block: bool, dependent_finali
     uid
 }
 
+/// The periodic sweep runs every 10 s; waiting less shows that a write wakes the collector up.
+const SOONER_THAN_THE_SWEEP: Duration = Duration::from_secs(5);
+
+/// Waits (less than a sweep period) until `name` is gone.
 async fn gone(api: &Api<ConfigMap>, name: &str) {
     let api = api.clone();
     let name = name.to_string();
-    eventually(&format!("{name} to be deleted"), Duration::from_secs(5), || {
+    eventually(&format!("{name} to be gone"), SOONER_THAN_THE_SWEEP, || {
         let api = api.clone();
         let name = name.clone();
         async move { api.get_opt(&name).await.unwrap().is_none().then_some(()) }
@@ -143,20 +147,6 @@ async fn namespace_deletion_removes_contents() {
     );
 }
 
-/// The periodic sweep runs every 10 s; these tests wait less, so they see the wake-up after the write.
-const SOONER_THAN_THE_SWEEP: Duration = Duration::from_secs(5);
-
-async fn gone_soon(api: &Api<ConfigMap>, name: &str) {
-    let api = api.clone();
-    let name = name.to_string();
-    eventually(&format!("{name} to be collected"), SOONER_THAN_THE_SWEEP, || {
-        let api = api.clone();
-        let name = name.clone();
-        async move { api.get_opt(&name).await.unwrap().is_none().then_some(()) }
-    })
-    .await;
-}
-
 #[tokio::test]
 async fn a_dependent_written_with_an_absent_owner_is_collected_without_waiting_for_the_sweep() {
     let (_server, client) = in_process().await;
@@ -166,7 +156,7 @@ async fn a_dependent_written_with_an_absent_owner_is_collected_without_waiting_f
     api.create(&PostParams::default(), &serde_json::from_value(dependent).unwrap())
         .await
         .unwrap();
-    gone_soon(&api, "stray").await;
+    gone(&api, "stray").await;
 }
 
 #[tokio::test]
@@ -198,8 +188,8 @@ async fn dependents_go_soon_after_a_held_owner_loses_its_last_finalizer() {
     )
     .await
     .unwrap();
-    gone_soon(&api, "owner").await;
-    gone_soon(&api, "dependent").await;
+    gone(&api, "owner").await;
+    gone(&api, "dependent").await;
 }
 
 #[tokio::test]

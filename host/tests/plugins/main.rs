@@ -18,8 +18,13 @@ pub fn engine() -> &'static PluginEngine {
 
 /// Loads a built guest with the given limits.
 pub fn load(path: &str, limits: Limits) -> Plugin {
+    load_on(engine(), path, limits)
+}
+
+/// Loads a built guest on `engine` with the given limits.
+pub fn load_on(engine: &PluginEngine, path: &str, limits: Limits) -> Plugin {
     let wasm = wasm_reconciler_artifacts::read(path);
-    engine()
+    engine
         .load("test", &wasm, limits)
         .unwrap_or_else(|e| panic!("loading {path}: {}", wasm_reconciler::error_chain(&e)))
 }

@@ -74,16 +74,14 @@ fn a_burst_of_epoch_ticks_never_cuts_a_call_short() {
     // A ticker stalled by a busy machine catches up with a burst of ticks; the deadline is still wall-clock time.
     let engine = wasm_reconciler::plugin::PluginEngine::new(None).expect("engine starts");
     let deadline = Duration::from_millis(200);
-    let plugin = engine
-        .load(
-            "chaos",
-            &wasm_reconciler_artifacts::read(CHAOS),
-            Limits {
-                deadline,
-                ..Limits::default()
-            },
-        )
-        .expect("loads");
+    let plugin = super::load_on(
+        &engine,
+        CHAOS,
+        Limits {
+            deadline,
+            ..Limits::default()
+        },
+    );
     let started = Instant::now();
     let result = std::thread::scope(|scope| {
         scope.spawn(|| {
