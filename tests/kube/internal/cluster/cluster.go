@@ -1,0 +1,364 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"wasm-reconciler/tests/kube/internal/kubeconfig"
+	"wasm-reconciler/tests/kube/internal/pki"
+)
+
+// Layout of the launcher's directory.
+const (
+	PKIDir     = "pki"
+	EtcdDir    = "etcd"
+	LogsDir    = "logs"
+	Kubeconfig = "kubeconfig"
+	// controllerManagerKubeconfig is the controller manager's own client configuration.
+	controllerManagerKubeconfig = "controller-manager.kubeconfig"
+	lockFile                    = ".kube-harness.lock"
+)
+
+// Network settings. The service CIDR only feeds ClusterIP allocation: no traffic is ever sent to it.
+const (
+	ServiceCIDR = "10.96.0.0/16"
+	// ServiceAccountIssuer is the `iss` of every service-account token the API server signs.
+	ServiceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
+)
+
+// DefaultControllers are the kube-controller-manager controllers that run: everything that manages API objects
+// without creating pods. Workload controllers (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob,
+// ReplicationController, HPA) stay off, so a test can play them by writing status itself as it does against the
+// embedded API server, and nothing waits for a kubelet that is not there.
+var DefaultControllers = []string{
+	"garbage-collector-controller",
+	"namespace-controller",
+	"serviceaccount-controller",
+	"serviceaccount-token-controller",
+	"legacy-serviceaccount-token-cleaner-controller",
+	"root-ca-certificate-publisher-controller",
+	"clusterrole-aggregation-controller",
+	"resourcequota-controller",
+	"endpoints-controller",
+	"endpointslice-controller",
+	"endpointslice-mirroring-controller",
+	"service-cidr-controller",
+	"validatingadmissionpolicy-status-controller",
+	"persistentvolumeclaim-protection-controller",
+	"persistentvolume-protection-controller",
+	"pod-garbage-collector-controller",
+}
+
+// Config says where the control plane lives and how it runs.
+type Config struct {
+	// Dir holds the PKI, etcd's data, the logs and the kubeconfig.
+	Dir string
+	// BinDir holds etcd, kube-apiserver and kube-controller-manager.
+	BinDir string
+	// APIServerPort is the API server's port on 127.0.0.1; 0 picks a free one.
+	APIServerPort int
+	// Controllers run in kube-controller-manager (its --controllers list).
+	Controllers []string
+	// Fresh removes the PKI and etcd's data from an earlier run first.
+	Fresh bool
+	// EtcdFsync keeps etcd's fsync; off by default, since the data is disposable and fsync dominates write latency.
+	EtcdFsync bool
+	// ExtraEtcdArgs, ExtraAPIServerArgs and ExtraControllerManagerArgs are appended to each component's flags.
+	ExtraEtcdArgs, ExtraAPIServerArgs, ExtraControllerManagerArgs []string
+	// Timeout bounds the wait for each component to become ready.
+	Timeout time.Duration
+	Logger  *slog.Logger
+}
+
+// Cluster is a running control plane.
+type Cluster struct {
+	config     Config
+	server     string
+	kubeconfig string
+	pki        pki.Set
+	lock       *os.File
+	// processes in start order; stopped in reverse.
+	processes []*process
+}
+
+// Server is the API server's URL.
+func (c *Cluster) Server() string { return c.server }
+
+// Kubeconfig is the path of the admin kubeconfig.
+func (c *Cluster) Kubeconfig() string { return c.kubeconfig }
+
+// CACert is the path of the CA certificate that signed the API server's serving certificate.
+func (c *Cluster) CACert() string { return c.pki.Path(pki.CACert) }
+
+// LogsDir is the directory with one log file per component.
+func (c *Cluster) LogsDir() string { return filepath.Join(c.config.Dir, LogsDir) }
+
+// Start brings up etcd, kube-apiserver and kube-controller-manager and returns once the API server is ready, the
+// RBAC bootstrap policy is in place and the controller manager serves (the `default` ServiceAccount exists). On
+// error, whatever was started has been stopped.
+func Start(ctx context.Context, config Config) (cluster *Cluster, err error) {
+	dir, err := filepath.Abs(config.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("resolving %s: %w", config.Dir, err)
+	}
+	if strings.ContainsAny(dir, " \t\n") {
+		return nil, fmt.Errorf("directory %q contains whitespace, which the ready line cannot carry", dir)
+	}
+	config.Dir = dir
+	if len(config.Controllers) == 0 {
+		config.Controllers = DefaultControllers
+	}
+	binaries, err := findBinaries(config.BinDir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{config: config, kubeconfig: filepath.Join(dir, Kubeconfig)}
+	if err := c.prepareDir(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			if stopErr := c.Stop(); stopErr != nil {
+				config.Logger.Warn("stopping after a failed start", "error", stopErr)
+			}
+		}
+	}()
+
+	_, serviceNet, err := net.ParseCIDR(ServiceCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the service CIDR: %w", err)
+	}
+	firstServiceIP := append(net.IP(nil), serviceNet.IP.To4()...)
+	firstServiceIP[3]++
+	if c.pki, err = pki.Ensure(filepath.Join(dir, PKIDir), pki.Options{ServiceIP: firstServiceIP}); err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	etcdClientPort, etcdPeerPort, controllerManagerPort := ports[0], ports[1], ports[2]
+	apiServerPort := config.APIServerPort
+	if apiServerPort == 0 {
+		more, err := freePorts(1)
+		if err != nil {
+			return nil, err
+		}
+		apiServerPort = more[0]
+	}
+	c.server = "https://127.0.0.1:" + strconv.Itoa(apiServerPort)
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClientPort)
+
+	caPEM, err := c.pki.Read(pki.CACert)
+	if err != nil {
+		return nil, err
+	}
+	admin, err := tls.LoadX509KeyPair(c.pki.Path(pki.AdminCert), c.pki.Path(pki.AdminKey))
+	if err != nil {
+		return nil, fmt.Errorf("loading the admin client certificate: %w", err)
+	}
+	adminClient, err := httpsClient(caPEM, &admin)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.writeKubeconfigs(caPEM); err != nil {
+		return nil, err
+	}
+
+	etcd, err := c.start(ctx, "etcd", binaries.etcd, c.etcdArgs(etcdURL, etcdPeerPort))
+	if err != nil {
+		return nil, err
+	}
+	if err := waitFor(ctx, etcd, "etcd health", config.Timeout, etcdHealthy(http.DefaultClient, etcdURL)); err != nil {
+		return nil, err
+	}
+
+	apiServer, err := c.start(ctx, "kube-apiserver", binaries.apiServer, c.apiServerArgs(etcdURL, apiServerPort))
+	if err != nil {
+		return nil, err
+	}
+	// /readyz includes the RBAC bootstrap post-start hook; `default` is created by the bootstrap controller just
+	// after, and cluster-admin is checked by name because tests rely on it.
+	if err := waitFor(ctx, apiServer, "kube-apiserver readiness and RBAC bootstrap", config.Timeout,
+		allOK(adminClient, c.server, "/readyz", "/api/v1/namespaces/default",
+			"/apis/rbac.authorization.k8s.io/v1/clusterroles/cluster-admin")); err != nil {
+		return nil, err
+	}
+
+	controllerManager, err := c.start(ctx, "kube-controller-manager", binaries.controllerManager,
+		c.controllerManagerArgs(controllerManagerPort))
+	if err != nil {
+		return nil, err
+	}
+	controllerManagerClient, err := httpsClient(caPEM, nil)
+	if err != nil {
+		return nil, err
+	}
+	controllerManagerURL := "https://127.0.0.1:" + strconv.Itoa(controllerManagerPort)
+	if err := waitFor(ctx, controllerManager, "kube-controller-manager health", config.Timeout,
+		allOK(controllerManagerClient, controllerManagerURL, "/healthz")); err != nil {
+		return nil, err
+	}
+	if slices.Contains(config.Controllers, "serviceaccount-controller") {
+		if err := waitFor(ctx, controllerManager, "the default ServiceAccount", config.Timeout,
+			allOK(adminClient, c.server, "/api/v1/namespaces/default/serviceaccounts/default")); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Exited returns a channel that yields the first component that exits without being asked to.
+func (c *Cluster) Exited() <-chan error {
+	exited := make(chan error, len(c.processes))
+	for _, p := range c.processes {
+		go func() {
+			select {
+			case <-p.done:
+				select {
+				case <-p.stopping:
+				default:
+					exited <- fmt.Errorf("%w (log: %s)", p.exitError(), p.logPath)
+				}
+			case <-p.stopping:
+			}
+		}()
+	}
+	return exited
+}
+
+// Stop stops the controller manager, the API server and etcd, in that order, each with SIGTERM and then, past its
+// grace period, SIGKILL. The error lists the components that had to be killed.
+func (c *Cluster) Stop() error {
+	var errs []error
+	for i := len(c.processes) - 1; i >= 0; i-- {
+		p := c.processes[i]
+		started := time.Now()
+		// The API server drains in-flight requests and watches before it exits.
+		grace := 15 * time.Second
+		if p.name == "kube-apiserver" {
+			grace = 70 * time.Second
+		}
+		err := p.stop(grace)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.config.Logger.Info("stopped", "component", p.name, "took", time.Since(started).Round(time.Millisecond),
+			"exit", exitStatus(p))
+	}
+	c.processes = nil
+	if c.lock != nil {
+		_ = c.lock.Close()
+		c.lock = nil
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Cluster) start(ctx context.Context, name, binary string, args []string) (*process, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(c.LogsDir(), name+".log")
+	p, err := startProcess(name, binary, args, logPath)
+	if err != nil {
+		return nil, err
+	}
+	c.processes = append(c.processes, p)
+	c.config.Logger.Info("started", "component", p.name, "pid", p.cmd.Process.Pid, "log", logPath)
+	return p, nil
+}
+
+// prepareDir locks the directory against a second launcher and clears what --fresh asks to forget.
+func (c *Cluster) prepareDir() error {
+	dir := c.config.Dir
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("opening the lock file: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = lock.Close()
+		return fmt.Errorf("another kube-harness is running on %s: %w", dir, err)
+	}
+	c.lock = lock
+	if c.config.Fresh {
+		for _, name := range []string{EtcdDir, PKIDir, Kubeconfig, controllerManagerKubeconfig} {
+			if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+				return fmt.Errorf("removing %s: %w", name, err)
+			}
+		}
+	}
+	if err := os.MkdirAll(c.LogsDir(), 0o755); err != nil {
+		return fmt.Errorf("creating the logs directory: %w", err)
+	}
+	return nil
+}
+
+func (c *Cluster) writeKubeconfigs(caPEM []byte) error {
+	identities := []struct {
+		path      string
+		user      string
+		cert, key string
+	}{
+		{c.kubeconfig, pki.AdminUser, pki.AdminCert, pki.AdminKey},
+		{filepath.Join(c.config.Dir, controllerManagerKubeconfig), pki.ControllerManagerUser,
+			pki.ControllerManagerCert, pki.ControllerManagerKey},
+	}
+	for _, id := range identities {
+		cert, err := c.pki.Read(id.cert)
+		if err != nil {
+			return err
+		}
+		key, err := c.pki.Read(id.key)
+		if err != nil {
+			return err
+		}
+		if err := kubeconfig.Write(id.path, c.server, caPEM, kubeconfig.Identity{User: id.user, Cert: cert, Key: key}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type binaries struct {
+	etcd, apiServer, controllerManager string
+}
+
+func findBinaries(dir string) (binaries, error) {
+	found := binaries{
+		etcd:              filepath.Join(dir, "etcd"),
+		apiServer:         filepath.Join(dir, "kube-apiserver"),
+		controllerManager: filepath.Join(dir, "kube-controller-manager"),
+	}
+	for _, path := range []string{found.etcd, found.apiServer, found.controllerManager} {
+		info, err := os.Stat(path)
+		if err != nil {
+			return found, fmt.Errorf("%s is missing (build it with tests/kube/build.sh): %w", path, err)
+		}
+		if info.Mode()&0o111 == 0 {
+			return found, fmt.Errorf("%s is not executable", path)
+		}
+	}
+	return found, nil
+}
+
+func exitStatus(p *process) string {
+	if p.err == nil {
+		return "0"
+	}
+	return p.err.Error()
+}

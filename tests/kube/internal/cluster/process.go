@@ -1,0 +1,133 @@
+// Package cluster starts etcd, kube-apiserver and kube-controller-manager on loopback and stops them in order.
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// process is one running component: its own process group, its output in one log file.
+type process struct {
+	name    string
+	logPath string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	// err is the result of Wait, valid once done is closed.
+	err error
+	// stopping is closed when the launcher asked the process to stop, so its exit is not reported as a failure.
+	stopping chan struct{}
+	stopOnce sync.Once
+}
+
+// spawnRequest asks the spawning thread to start one command.
+type spawnRequest struct {
+	cmd    *exec.Cmd
+	result chan error
+}
+
+var (
+	spawnOnce     sync.Once
+	spawnRequests chan spawnRequest
+)
+
+// spawn starts cmd from one OS thread that lives as long as the launcher. Linux delivers a child's parent-death
+// signal when the thread that forked it exits, not the process; Go may end an idle thread, so every child is forked
+// from a goroutine locked to a thread that never ends.
+func spawn(cmd *exec.Cmd) error {
+	spawnOnce.Do(func() {
+		spawnRequests = make(chan spawnRequest)
+		go func() {
+			runtime.LockOSThread()
+			for request := range spawnRequests {
+				request.result <- request.cmd.Start()
+			}
+		}()
+	})
+	result := make(chan error, 1)
+	spawnRequests <- spawnRequest{cmd: cmd, result: result}
+	return <-result
+}
+
+// startProcess runs binary with args, output to logPath (truncated), in a new process group, killed if the launcher
+// dies.
+func startProcess(name, binary string, args []string, logPath string) (*process, error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening the log of %s: %w", name, err)
+	}
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.Env = os.Environ()
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		// A terminal's Ctrl-C goes to the launcher only, which then stops the components in order.
+		Setpgid:   true,
+		Pdeathsig: syscall.SIGKILL,
+	}
+	if err := spawn(cmd); err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("starting %s (%s): %w", name, binary, err)
+	}
+	p := &process{
+		name:     name,
+		logPath:  logPath,
+		cmd:      cmd,
+		done:     make(chan struct{}),
+		stopping: make(chan struct{}),
+	}
+	go func() {
+		p.err = cmd.Wait()
+		_ = logFile.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// running reports whether the process has not exited yet.
+func (p *process) running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// exitError describes how the process ended; only valid once done is closed.
+func (p *process) exitError() error {
+	if p.err == nil {
+		return fmt.Errorf("%s exited with status 0", p.name)
+	}
+	return fmt.Errorf("%s exited: %w", p.name, p.err)
+}
+
+// errForcedKill says that a component did not stop within its grace period and was killed.
+var errForcedKill = errors.New("did not stop within its grace period and was killed")
+
+// stop sends SIGTERM to the process group, waits up to grace, then kills the group. It returns errForcedKill when a
+// kill was needed.
+func (p *process) stop(grace time.Duration) error {
+	p.stopOnce.Do(func() { close(p.stopping) })
+	pgid := p.cmd.Process.Pid
+	if p.running() {
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	}
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-p.done:
+		// Anything the component left in its group goes too.
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		return nil
+	case <-timer.C:
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	<-p.done
+	return fmt.Errorf("%s %w", p.name, errForcedKill)
+}
