@@ -73,6 +73,22 @@ bench: toolchain
 	$(CARGO) bench -p wasm-reconciler
 	$(CARGO) bench -p wasm-reconciler-apiserver
 
+# The peers' builds live outside the repository: the Go binary and the Kopf venv (pinned requirements).
+PEERS_CACHE ?= $(HOME)/.cache/wasm-reconciler/peers
+PEERS_ARGS ?=
+
+.PHONY: bench-peers
+## bench-peers: the configmapset controller as a wasm plugin, in kube-runtime, controller-runtime and Kopf, side by side (docs/benchmarks/peers.md; PEERS_ARGS="--rounds 5" etc.).
+bench-peers: plugins
+	@command -v go >/dev/null || { echo "bench-peers needs go (https://go.dev/dl/) to build the controller-runtime peer"; exit 1; }
+	@command -v python3 >/dev/null || { echo "bench-peers needs python3 (with the venv module) for the Kopf peer"; exit 1; }
+	$(CARGO) build --release -p wasm-reconciler
+	$(CARGO) build --release -p configmapset-kube-runtime -p peers-bench
+	cd benches/peers/controller-runtime && go build -o $(PEERS_CACHE)/bin/configmapset-controller-runtime .
+	@test -x $(PEERS_CACHE)/kopf-venv/bin/python || python3 -m venv $(PEERS_CACHE)/kopf-venv
+	$(PEERS_CACHE)/kopf-venv/bin/pip install --quiet --disable-pip-version-check -r benches/peers/kopf/requirements.txt
+	$(CARGO_TARGET_DIR)/release/peers-bench --peers-cache $(PEERS_CACHE) $(PEERS_ARGS)
+
 ## clean-dev: forget the local dev cluster's files.
 clean-dev:
 	rm -rf $(DEV_DIR)
