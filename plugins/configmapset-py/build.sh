@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Tests the Python SDK and this plugin, then builds the plugin into OUT_DIR/configmapset-py.wasm, with the tools
+# pinned in guest-sdk-python/requirements.txt installed into a virtual environment (VENV). Does nothing when
+# neither the sources nor the pins changed since the last build. `make polyglot` runs it.
+#
+#   plugins/configmapset-py/build.sh OUT_DIR VENV
+set -euo pipefail
+
+out_dir=${1:?usage: build.sh OUT_DIR VENV}
+venv=${2:?usage: build.sh OUT_DIR VENV}
+here=$(cd "$(dirname "$0")" && pwd)
+sdk=$(cd "$here/../../guest-sdk-python" && pwd)
+python=${PYTHON:-python3}
+component=$out_dir/configmapset-py.wasm
+
+command -v "$python" >/dev/null || { echo "error: $python is required to build Python plugins (3.11 or newer)" >&2; exit 1; }
+"$python" -c 'import sys, venv; sys.exit(sys.version_info < (3, 11))' \
+  || { echo "error: $python must be Python 3.11 or newer with the venv module" >&2; exit 1; }
+mkdir -p "$out_dir"
+
+# The virtual environment, rebuilt when the pins change.
+pins=$(sha256sum "$sdk/requirements.txt" | cut -d' ' -f1)
+if [[ "$(cat "$venv/.pins" 2>/dev/null)" != "$pins" ]]; then
+  echo "python: installing $(grep -v '^#' "$sdk/requirements.txt" | tr '\n' ' ')into $venv"
+  rm -rf "$venv"
+  "$python" -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$sdk/requirements.txt"
+  echo "$pins" > "$venv/.pins"
+fi
+
+# Everything the component and the tests depend on.
+stamp=$( (cd "$sdk" && find src tests pyproject.toml requirements.txt -type f -not -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum;
+          cd "$here" && find . -type f \( -name '*.py' -o -name '*.yaml' \) -not -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum;
+          cd "$here/../configmapset/fixtures" && sha256sum ./*) | sha256sum | cut -d' ' -f1)
+if [[ -f "$component" && "$(cat "$component.stamp" 2>/dev/null)" == "$stamp" ]]; then
+  echo "python: $component is up to date"
+  exit 0
+fi
+
+echo "python: testing the SDK and the plugin"
+(cd "$sdk" && "$venv/bin/python" -m pytest -q -p no:cacheprovider)
+(cd "$here" && PYTHONPATH="$sdk/src:$here" "$venv/bin/python" -m pytest -q -p no:cacheprovider tests)
+
+echo "python: building $component"
+started=$(date +%s.%N)
+(cd "$here" && PYTHONPATH="$sdk/src" "$venv/bin/python" -m wasm_reconciler build app -p "$here" -o "$component.tmp")
+mv "$component.tmp" "$component"
+awk -v from="$started" -v to="$(date +%s.%N)" 'BEGIN { printf "%.1f\n", to - from }' > "${component%.wasm}.build-seconds"
+echo "$stamp" > "$component.stamp"
+ls -l "$component"

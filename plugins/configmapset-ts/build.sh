@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Tests the TypeScript SDK and this plugin, then builds the plugin into OUT_DIR/configmapset-ts.wasm, with the
+# tools pinned by the package-lock.json files (`npm ci`). Does nothing when neither the sources nor the locks
+# changed since the last build. `make polyglot` runs it.
+#
+#   plugins/configmapset-ts/build.sh OUT_DIR
+set -euo pipefail
+
+out_dir=${1:?usage: build.sh OUT_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+sdk=$(cd "$here/../../guest-sdk-js" && pwd)
+component=$out_dir/configmapset-ts.wasm
+
+command -v node >/dev/null || { echo "error: node (20 or newer) is required to build TypeScript plugins" >&2; exit 1; }
+command -v npm >/dev/null || { echo "error: npm is required to build TypeScript plugins" >&2; exit 1; }
+node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' \
+  || { echo "error: node 20 or newer is required, found $(node --version)" >&2; exit 1; }
+mkdir -p "$out_dir"
+
+# Dependencies as the lock files pin them, installed again only when a lock changes.
+for project in "$sdk" "$here"; do
+  lock=$(sha256sum "$project/package-lock.json" | cut -d' ' -f1)
+  if [[ "$(cat "$project/node_modules/.lock-sha256" 2>/dev/null)" != "$lock" ]]; then
+    echo "typescript: npm ci in $project"
+    (cd "$project" && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$lock" > "$project/node_modules/.lock-sha256"
+  fi
+done
+
+stamp=$( (cd "$sdk" && find src test bin wit package.json package-lock.json tsconfig.json -type f -print0 | sort -z | xargs -0 sha256sum;
+          cd "$here" && find src test package.json package-lock.json tsconfig.json -type f -print0 | sort -z | xargs -0 sha256sum;
+          cd "$here/../configmapset/fixtures" && sha256sum ./*) | sha256sum | cut -d' ' -f1)
+if [[ -f "$component" && "$(cat "$component.stamp" 2>/dev/null)" == "$stamp" ]]; then
+  echo "typescript: $component is up to date"
+  exit 0
+fi
+
+echo "typescript: testing the SDK and the plugin"
+(cd "$sdk" && npm test --silent)
+(cd "$here" && npm test --silent)
+
+echo "typescript: building $component"
+started=$(date +%s.%N)
+(cd "$here" && npx --no-install wasm-reconciler-build dist/src/index.js -o "$component.tmp")
+mv "$component.tmp" "$component"
+awk -v from="$started" -v to="$(date +%s.%N)" 'BEGIN { printf "%.1f\n", to - from }' > "${component%.wasm}.build-seconds"
+echo "$stamp" > "$component.stamp"
+ls -l "$component"
