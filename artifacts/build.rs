@@ -14,6 +14,12 @@ const GUESTS: &[(&str, &str)] = &[
     ("FUTURE_WIT", "test-guest-future-wit"),
 ];
 
+/// (constant name, file name) of every guest `make polyglot` builds into `<target>/polyglot/`.
+const POLYGLOT_GUESTS: &[(&str, &str)] = &[
+    ("CONFIGMAPSET_PY", "configmapset-py.wasm"),
+    ("CONFIGMAPSET_TS", "configmapset-ts.wasm"),
+];
+
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let workspace = manifest_dir
@@ -74,6 +80,18 @@ fn main() {
         constants.push_str(&format!(
             "/// The `{package}` component.\npub const {constant}: &str = {:?};\n",
             path.display().to_string()
+        ));
+    }
+    // Plugins in Python and TypeScript are built by `make polyglot` (pinned componentize-py and npm tools), not
+    // here: their paths are constants all the same, and `polyglot` reads them or names that command.
+    let polyglot_dir = target_dir
+        .parent()
+        .expect("wasm-guests lives in the target directory")
+        .join("polyglot");
+    for (constant, file) in POLYGLOT_GUESTS {
+        constants.push_str(&format!(
+            "/// The `{file}` component built by `make polyglot`.\npub const {constant}: &str = {:?};\n",
+            polyglot_dir.join(file).display().to_string()
         ));
     }
     write_if_changed(&out_dir.join("artifacts.rs"), &constants);
