@@ -13,6 +13,7 @@ mod journal;
 mod kinds;
 mod leader;
 mod plugin_configmaps;
+mod polyglot;
 mod rbac_coverage;
 mod rbac_grants;
 mod request_info;
