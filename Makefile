@@ -16,11 +16,17 @@ CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TARGET_DIR
 
 WASM_OUT := $(CARGO_TARGET_DIR)/$(WASM_TARGET)/$(WASM_PROFILE)
+# The configmapset plugin in Python and TypeScript (`make polyglot`); its Python tools live in a virtual environment.
+POLYGLOT_OUT := $(CARGO_TARGET_DIR)/polyglot
+ifdef CI
+POLYGLOT_VENV ?= $(HOME)/.cache/wasm-reconciler/polyglot-venv
+endif
+POLYGLOT_VENV ?= $(CARGO_TARGET_DIR)/polyglot-venv
 
-.PHONY: dev test toolchain plugins build lint fmt crds deploy-files bench clean-dev
+.PHONY: dev test toolchain plugins polyglot build lint fmt crds deploy-files bench clean-dev
 
 ## dev: build the example plugins and run the embedded API server + host with them (prints the kubeconfig path).
-dev: plugins build
+dev: plugins polyglot build
 	@mkdir -p $(DEV_DIR)/plugins
 	@for plugin in $(EXAMPLE_PLUGINS); do \
 		mkdir -p $(DEV_DIR)/plugins/$$plugin; \
@@ -31,7 +37,7 @@ dev: plugins build
 	$(CARGO_TARGET_DIR)/debug/wasm-reconciler dev --plugins-dir $(DEV_DIR)/plugins --kubeconfig-out $(DEV_DIR)/kubeconfig $(DEV_ARGS)
 
 ## test: everything CI runs — formatting, lints, every test (unit, plugin, API server, end to end).
-test: toolchain
+test: toolchain polyglot
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	@mkdir -p $(CARGO_TARGET_DIR)
@@ -49,6 +55,11 @@ toolchain:
 plugins: toolchain
 	$(CARGO) build --lib --target $(WASM_TARGET) --profile $(WASM_PROFILE) $(addprefix -p ,$(EXAMPLE_PLUGINS))
 	@for plugin in $(EXAMPLE_PLUGINS); do ls -l $(WASM_OUT)/$$plugin.wasm; done
+
+## polyglot: the Python and TypeScript SDKs tested and the configmapset plugin built in both (pinned tools, cached).
+polyglot:
+	plugins/configmapset-py/build.sh $(POLYGLOT_OUT) $(POLYGLOT_VENV)
+	plugins/configmapset-ts/build.sh $(POLYGLOT_OUT)
 
 ## build: the host binary.
 build: toolchain
