@@ -1,7 +1,10 @@
 // Unit tests of the TypeScript SDK: builders, the wire conversion, error messages and the in-process host.
 
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
 
 import {
   Condition,
@@ -288,5 +291,14 @@ describe("toJsonText", () => {
     assert.equal(toJsonText({ metadata: { labels }, skip: undefined, list: [1, undefined, "x"] }), '{"metadata":{"labels":{"10":"a","2":"b","app":"c"}},"list":[1,null,"x"]}');
     assert.equal(toJsonText({ "10": 1, "2": 2 }), JSON.stringify({ "10": 1, "2": 2 }));
     assert.throws(() => toJsonText(Number.NaN), TypeError);
+  });
+});
+
+describe("packaging", () => {
+  it("ships the contract's WIT unchanged", () => {
+    const here = dirname(fileURLToPath(import.meta.url));
+    const shipped = readFileSync(join(here, "..", "..", "wit", "reconciler.wit"), "utf8");
+    const contract = readFileSync(join(here, "..", "..", "..", "wit", "reconciler.wit"), "utf8");
+    assert.equal(shipped, contract);
   });
 });
