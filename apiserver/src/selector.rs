@@ -290,8 +290,13 @@ impl LabelSelector {
 
     /// Match against a label map.
     pub fn matches_labels(&self, labels: Option<&serde_json::Map<String, Value>>) -> bool {
+        self.matches_with(|key| labels.and_then(|l| l.get(key)).and_then(Value::as_str))
+    }
+
+    /// Match against labels looked up by key (`value_of(key)` is the label's value, `None` when absent).
+    pub fn matches_with<'a>(&self, value_of: impl Fn(&str) -> Option<&'a str>) -> bool {
         self.requirements.iter().all(|r| {
-            let value = labels.and_then(|l| l.get(&r.key)).and_then(Value::as_str);
+            let value = value_of(&r.key);
             match r.operator {
                 Operator::Exists => value.is_some(),
                 Operator::DoesNotExist => value.is_none(),

@@ -1,11 +1,12 @@
-//! The WebAssembly side of the contract: generated binding types to and from [`wire`] types.
+//! The WebAssembly side of the contract: the generated binding records to and from the contract's records.
 //!
 //! [`export_reconciler!`](crate::export_reconciler) implements the generated `Guest` trait with
 //! [`describe`] and [`reconcile`] here, which go through [`wire::describe`] and [`wire::reconcile`]: the
-//! same code a natively linked host runs.
+//! same code a natively linked host runs. This is the SDK's only conversion between generated bindings and
+//! `wasm-reconciler-contract`.
 
 use crate::bindings::wasm_reconciler::plugin::types;
-use crate::{Reconciler, wire};
+use crate::{Condition, ConditionStatus, ControllerSpec, Event, EventType, Gvk, Reconciler, wire};
 
 /// Fails to compile, at the exported type, unless it implements [`Reconciler`].
 pub fn assert_reconciler<T: Reconciler>() {}
@@ -21,20 +22,20 @@ pub fn reconcile<T: Reconciler>(view: types::WorldView) -> Result<types::Outcome
 }
 
 /// A kind, in binding form.
-pub fn gvk_to_bindgen(gvk: wire::Gvk) -> types::Gvk {
+pub fn gvk_to_bindgen(gvk: &Gvk) -> types::Gvk {
     types::Gvk {
-        group: gvk.group,
-        version: gvk.version,
-        kind: gvk.kind,
+        group: gvk.group.clone(),
+        version: gvk.version.clone(),
+        kind: gvk.kind.clone(),
     }
 }
 
 /// A controller spec, in binding form.
-pub fn spec_to_bindgen(spec: wire::ControllerSpec) -> types::ControllerSpec {
+pub fn spec_to_bindgen(spec: ControllerSpec) -> types::ControllerSpec {
     types::ControllerSpec {
-        primary: gvk_to_bindgen(spec.primary),
-        owns: spec.owns.into_iter().map(gvk_to_bindgen).collect(),
-        reads: spec.reads.into_iter().map(gvk_to_bindgen).collect(),
+        primary: gvk_to_bindgen(&spec.primary),
+        owns: spec.owns.iter().map(gvk_to_bindgen).collect(),
+        reads: spec.reads.iter().map(gvk_to_bindgen).collect(),
         finalizer: spec.finalizer,
         resync_seconds: spec.resync_seconds,
     }
@@ -56,41 +57,41 @@ pub fn outcome_to_bindgen(outcome: wire::Outcome) -> types::Outcome {
     types::Outcome {
         children: outcome.children,
         status: outcome.status,
-        conditions: outcome
-            .conditions
-            .into_iter()
-            .map(|condition| types::Condition {
-                type_: condition.condition_type,
-                status: match condition.status {
-                    wire::ConditionStatus::True => types::ConditionStatus::True,
-                    wire::ConditionStatus::False => types::ConditionStatus::False,
-                    wire::ConditionStatus::Unknown => types::ConditionStatus::Unknown,
-                },
-                reason: condition.reason,
-                message: condition.message,
-            })
-            .collect(),
-        events: outcome
-            .events
-            .into_iter()
-            .map(|event| types::Event {
-                type_: match event.event_type {
-                    wire::EventType::Normal => types::EventType::Normal,
-                    wire::EventType::Warning => types::EventType::Warning,
-                },
-                reason: event.reason,
-                note: event.note,
-            })
-            .collect(),
+        conditions: outcome.conditions.into_iter().map(condition_to_bindgen).collect(),
+        events: outcome.events.into_iter().map(event_to_bindgen).collect(),
         requeue_after_ms: outcome.requeue_after_ms,
         finalized: outcome.finalized,
+    }
+}
+
+fn condition_to_bindgen(condition: Condition) -> types::Condition {
+    types::Condition {
+        type_: condition.condition_type,
+        status: match condition.status {
+            ConditionStatus::True => types::ConditionStatus::True,
+            ConditionStatus::False => types::ConditionStatus::False,
+            ConditionStatus::Unknown => types::ConditionStatus::Unknown,
+        },
+        reason: condition.reason,
+        message: condition.message,
+    }
+}
+
+fn event_to_bindgen(event: Event) -> types::Event {
+    types::Event {
+        type_: match event.event_type {
+            EventType::Normal => types::EventType::Normal,
+            EventType::Warning => types::EventType::Warning,
+        },
+        reason: event.reason,
+        note: event.note,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Condition, ControllerSpec, Error, Event, Gvk, Outcome, WorldView};
+    use crate::{Error, Outcome, WorldView};
 
     struct Sample;
 

@@ -12,7 +12,7 @@ use k8s_openapi::Resource;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{Error, Gvk, wire};
+use crate::{Error, Gvk};
 
 /// Severity of a log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -98,7 +98,7 @@ pub fn list_json(kind: &Gvk, namespace: Option<&str>, label_selector: Option<&st
 }
 
 fn get_text(kind: &Gvk, namespace: Option<&str>, name: &str) -> Result<Option<String>, Error> {
-    backend::get(&wire::Gvk::from(kind), namespace, name).map_err(|message| {
+    backend::get(kind, namespace, name).map_err(|message| {
         Error::msg(format_args!(
             "host get {kind} {}: {message}",
             qualified(namespace, name)
@@ -107,7 +107,7 @@ fn get_text(kind: &Gvk, namespace: Option<&str>, name: &str) -> Result<Option<St
 }
 
 fn list_text(kind: &Gvk, namespace: Option<&str>, label_selector: Option<&str>) -> Result<Vec<String>, Error> {
-    backend::list(&wire::Gvk::from(kind), namespace, label_selector)
+    backend::list(kind, namespace, label_selector)
         .map_err(|message| Error::msg(format_args!("host list {kind}: {message}")))
 }
 
@@ -130,9 +130,9 @@ fn read_error(kind: &Gvk, name: Option<&str>, error: serde_json::Error) -> Error
 mod backend {
     //! The host's imports, through the generated bindings.
 
+    use crate::Gvk;
     use crate::bindings::wasm_reconciler::plugin::host;
     use crate::component::gvk_to_bindgen;
-    use crate::wire;
 
     pub(super) fn log(level: super::Level, message: &str) {
         let level = match level {
@@ -145,16 +145,16 @@ mod backend {
         host::log(level, message);
     }
 
-    pub(super) fn get(kind: &wire::Gvk, namespace: Option<&str>, name: &str) -> Result<Option<String>, String> {
-        host::get(&gvk_to_bindgen(kind.clone()), namespace, name)
+    pub(super) fn get(kind: &Gvk, namespace: Option<&str>, name: &str) -> Result<Option<String>, String> {
+        host::get(&gvk_to_bindgen(kind), namespace, name)
     }
 
     pub(super) fn list(
-        kind: &wire::Gvk,
+        kind: &Gvk,
         namespace: Option<&str>,
         label_selector: Option<&str>,
     ) -> Result<Vec<String>, String> {
-        host::list(&gvk_to_bindgen(kind.clone()), namespace, label_selector)
+        host::list(&gvk_to_bindgen(kind), namespace, label_selector)
     }
 }
 

@@ -61,11 +61,7 @@
 pub mod bindings;
 #[doc(hidden)]
 pub mod component;
-mod condition;
-mod controller_spec;
 mod error;
-mod event;
-mod gvk;
 pub mod host;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native;
@@ -73,7 +69,6 @@ mod outcome;
 pub mod wire;
 mod world_view;
 
-pub use condition::{Condition, ConditionStatus};
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeExamples;
@@ -81,11 +76,9 @@ struct ReadmeExamples;
 #[doc = include_str!("../../docs/plugin-guide.md")]
 struct PluginGuideExamples;
 
-pub use controller_spec::ControllerSpec;
 pub use error::Error;
-pub use event::{Event, EventType};
-pub use gvk::Gvk;
 pub use outcome::Outcome;
+pub use wasm_reconciler_contract::{Condition, ConditionStatus, ControllerSpec, Event, EventType, Gvk};
 pub use world_view::WorldView;
 
 /// A plugin's reconcile logic. Implement it on a unit struct and export it with [`export_reconciler!`].

@@ -9,8 +9,8 @@ use std::cell::{Cell, RefCell};
 
 use serde_json::Value;
 
+use crate::Gvk;
 use crate::host::Level;
-use crate::{Gvk, wire};
 
 pub use crate::wire::{describe, reconcile};
 
@@ -23,15 +23,10 @@ pub trait NativeHost {
     }
 
     /// Reads one object as JSON text; `Ok(None)` when absent, `Err` with the host's reason otherwise.
-    fn get(&self, kind: &wire::Gvk, namespace: Option<&str>, name: &str) -> Result<Option<String>, String>;
+    fn get(&self, kind: &Gvk, namespace: Option<&str>, name: &str) -> Result<Option<String>, String>;
 
     /// Lists objects as JSON text; `Err` with the host's reason when the call is refused.
-    fn list(
-        &self,
-        kind: &wire::Gvk,
-        namespace: Option<&str>,
-        label_selector: Option<&str>,
-    ) -> Result<Vec<String>, String>;
+    fn list(&self, kind: &Gvk, namespace: Option<&str>, label_selector: Option<&str>) -> Result<Vec<String>, String>;
 }
 
 thread_local! {
@@ -92,8 +87,8 @@ pub(crate) mod backend {
     //! Native implementation of the host calls: the installed [`NativeHost`](super::NativeHost).
 
     use super::{NativeHost, with_current_host};
+    use crate::Gvk;
     use crate::host::Level;
-    use crate::wire;
 
     /// Without an installed host, log lines go to stderr so that plugin logic can log in plain unit tests.
     pub(crate) fn log(level: Level, message: &str) {
@@ -104,12 +99,12 @@ pub(crate) mod backend {
         }
     }
 
-    pub(crate) fn get(kind: &wire::Gvk, namespace: Option<&str>, name: &str) -> Result<Option<String>, String> {
+    pub(crate) fn get(kind: &Gvk, namespace: Option<&str>, name: &str) -> Result<Option<String>, String> {
         with_current_host("get", |host: &dyn NativeHost| host.get(kind, namespace, name))
     }
 
     pub(crate) fn list(
-        kind: &wire::Gvk,
+        kind: &Gvk,
         namespace: Option<&str>,
         label_selector: Option<&str>,
     ) -> Result<Vec<String>, String> {
@@ -153,8 +148,7 @@ impl MemoryHost {
         self.logs.borrow().clone()
     }
 
-    fn visible<'a>(&'a self, kind: &'a wire::Gvk, namespace: Option<&'a str>) -> impl Iterator<Item = &'a Value> {
-        let kind = Gvk::from(kind.clone());
+    fn visible<'a>(&'a self, kind: &'a Gvk, namespace: Option<&'a str>) -> impl Iterator<Item = &'a Value> {
         self.objects.iter().filter(move |object| {
             kind.matches(object)
                 && namespace.is_none_or(|namespace| {
@@ -169,19 +163,14 @@ impl NativeHost for MemoryHost {
         self.logs.borrow_mut().push((level, message.to_owned()));
     }
 
-    fn get(&self, kind: &wire::Gvk, namespace: Option<&str>, name: &str) -> Result<Option<String>, String> {
+    fn get(&self, kind: &Gvk, namespace: Option<&str>, name: &str) -> Result<Option<String>, String> {
         Ok(self
             .visible(kind, namespace)
             .find(|object| object.pointer("/metadata/name").and_then(Value::as_str) == Some(name))
             .map(Value::to_string))
     }
 
-    fn list(
-        &self,
-        kind: &wire::Gvk,
-        namespace: Option<&str>,
-        label_selector: Option<&str>,
-    ) -> Result<Vec<String>, String> {
+    fn list(&self, kind: &Gvk, namespace: Option<&str>, label_selector: Option<&str>) -> Result<Vec<String>, String> {
         let selector = LabelSelector::parse(label_selector.unwrap_or_default())?;
         Ok(self
             .visible(kind, namespace)
@@ -380,7 +369,7 @@ mod tests {
         let error = with_host(&host, || host::list::<ConfigMap>(None, Some("tier within (x)"))).unwrap_err();
         assert_eq!(
             error.message(),
-            "host list v1 ConfigMap: invalid label selector term `tier within (x)`"
+            "host list v1/ConfigMap: invalid label selector term `tier within (x)`"
         );
     }
 
@@ -388,15 +377,15 @@ mod tests {
     fn host_errors_name_the_call() {
         struct Refusing;
         impl NativeHost for Refusing {
-            fn get(&self, _: &wire::Gvk, _: Option<&str>, _: &str) -> Result<Option<String>, String> {
+            fn get(&self, _: &Gvk, _: Option<&str>, _: &str) -> Result<Option<String>, String> {
                 Err("kind not declared".into())
             }
-            fn list(&self, _: &wire::Gvk, _: Option<&str>, _: Option<&str>) -> Result<Vec<String>, String> {
+            fn list(&self, _: &Gvk, _: Option<&str>, _: Option<&str>) -> Result<Vec<String>, String> {
                 Err("kind not declared".into())
             }
         }
         let error = with_host(&Refusing, || host::get::<Secret>(Some("a"), "s")).unwrap_err();
-        assert_eq!(error.message(), "host get v1 Secret a/s: kind not declared");
+        assert_eq!(error.message(), "host get v1/Secret a/s: kind not declared");
     }
 
     #[test]

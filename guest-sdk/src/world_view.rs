@@ -291,7 +291,7 @@ mod tests {
             .children::<ConfigMap>()
             .unwrap_err();
         assert!(
-            error.message().starts_with("reading child v1 ConfigMap bad: "),
+            error.message().starts_with("reading child v1/ConfigMap bad: "),
             "{error}"
         );
     }

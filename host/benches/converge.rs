@@ -30,8 +30,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use configmapset::resource::{FINALIZER, GROUP, KIND, SET_LABEL, VERSION};
-use wasm_reconciler::plugin::{CallLabels, Gvk, Limits, NativePlugin, NoReads, Plugin, PluginEngine, WorldView};
-use wasm_reconciler::runtime::{Caches, Controller, ControllerOptions, Logic, Version};
+use wasm_reconciler::controller::{Controller, ControllerOptions, Logic, Version};
+use wasm_reconciler::plugin::{Gvk, Limits, NativePlugin, NoReads, Plugin, PluginEngine, WorldView};
+use wasm_reconciler::runtime::Caches;
 use wasm_reconciler::telemetry::Metrics;
 use wasm_reconciler_apiserver::{ApiServer, write_kubeconfig};
 
@@ -374,10 +375,7 @@ async fn run_host() -> anyhow::Result<()> {
     let logic = tokio::task::spawn_blocking(move || variant.load_logic()).await??;
     let caches = Caches::new(client);
     let metrics = Metrics::new();
-    let version = Version {
-        logic,
-        config: Arc::new(json!({})),
-    };
+    let version = Version::new(logic, &json!({}));
     let mut options = ControllerOptions::default();
     if let Ok(concurrency) = std::env::var(CONCURRENCY_VARIABLE) {
         options.concurrency = concurrency.parse().context("CONVERGE_CONCURRENCY is not a number")?;
@@ -445,10 +443,7 @@ async fn run_cache() -> anyhow::Result<()> {
     let with_cache = Memory::of(pid)?;
 
     let logic = tokio::task::spawn_blocking(|| Variant::Wasm.load_logic()).await??;
-    let version = Version {
-        logic,
-        config: Arc::new(json!({})),
-    };
+    let version = Version::new(logic, &json!({}));
     let controller = Controller::start(PLUGIN, version, &caches, ControllerOptions::default(), None).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let with_controller = Memory::of(pid)?;
@@ -1208,13 +1203,7 @@ fn measure_plugin_calls(set: &Value, children: &[Value]) -> anyhow::Result<Vec<C
     ];
     let mut costs = Vec::new();
     for (name, primary, children) in views {
-        let view = WorldView {
-            primary,
-            children,
-            config: json!({}),
-            deleting: false,
-            attempt: 0,
-        };
+        let view = WorldView::from_json(&primary, &children, &json!({}));
         costs.push(CallCost {
             view: name,
             wasm: mean_call(&wasm, &view)?,
@@ -1225,16 +1214,7 @@ fn measure_plugin_calls(set: &Value, children: &[Value]) -> anyhow::Result<Vec<C
 }
 
 fn mean_call(logic: &Logic, view: &WorldView) -> anyhow::Result<Duration> {
-    let call = || {
-        let labels = CallLabels {
-            plugin: PLUGIN.into(),
-            key: "default/set-0000".into(),
-        };
-        match logic {
-            Logic::Wasm(plugin) => plugin.reconcile(view, Arc::new(NoReads), labels),
-            Logic::Native(plugin) => plugin.reconcile(view, Arc::new(NoReads), labels),
-        }
-    };
+    let call = || logic.call(view.clone(), Arc::new(NoReads));
     for _ in 0..PLUGIN_CALLS / 10 {
         call()?;
     }

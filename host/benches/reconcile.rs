@@ -13,7 +13,7 @@ use anyhow::{Context as _, ensure};
 use configmapset::ConfigMapSetReconciler;
 use serde_json::{Value, json};
 use wasm_reconciler::plugin::{
-    CallLabels, ClusterReader, Limits, NativePlugin, ObjectReader, Outcome, Plugin, PluginEngine, WorldView,
+    ClusterReader, Limits, NativePlugin, ObjectReader, Outcome, Plugin, PluginEngine, WorldView,
 };
 use wasmtime::Store;
 use wasmtime::component::{Linker, ResourceTable};
@@ -60,8 +60,14 @@ fn main() -> anyhow::Result<()> {
     let started = Instant::now();
     let view = world_view();
     let view_bytes = wire_bytes(&view);
-    let reader: Arc<dyn ClusterReader> =
-        Arc::new(ObjectReader::new(view.children.clone()).expect("children have apiVersion and kind"));
+    let reader: Arc<dyn ClusterReader> = Arc::new(
+        ObjectReader::new(
+            view.children
+                .iter()
+                .map(|child| serde_json::from_str(child).expect("JSON")),
+        )
+        .expect("children have apiVersion and kind"),
+    );
 
     let engine = PluginEngine::new(None)?;
     let wasm = wasm_reconciler_artifacts::read(wasm_reconciler_artifacts::CONFIGMAPSET);
@@ -125,7 +131,7 @@ fn view_with_padding(padding_bytes: usize) -> WorldView {
             },
         },
     });
-    let children = (0..CHILDREN)
+    let children: Vec<Value> = (0..CHILDREN)
         .map(|index| {
             json!({
                 "apiVersion": "v1",
@@ -146,13 +152,7 @@ fn view_with_padding(padding_bytes: usize) -> WorldView {
             })
         })
         .collect();
-    WorldView {
-        primary,
-        children,
-        config: json!({}),
-        deleting: false,
-        attempt: 0,
-    }
+    WorldView::from_json(&primary, &children, &json!({}))
 }
 
 /// YAML-looking text of about `bytes` bytes.
@@ -169,16 +169,7 @@ fn padded_settings(bytes: usize) -> String {
 
 /// Bytes of JSON the view puts on the wire.
 fn wire_bytes(view: &WorldView) -> usize {
-    view.primary.to_string().len()
-        + view.children.iter().map(|c| c.to_string().len()).sum::<usize>()
-        + view.config.to_string().len()
-}
-
-fn labels() -> CallLabels {
-    CallLabels {
-        plugin: "configmapset".into(),
-        key: format!("{NAMESPACE}/{SET_NAME}"),
-    }
+    view.primary.len() + view.children.iter().map(String::len).sum::<usize>() + view.config.len()
 }
 
 /// Both paths must do the same work: the same full outcome, and a steady state (ten children kept, ready).
@@ -188,15 +179,15 @@ fn check_same_outcome(
     view: &WorldView,
     reader: &Arc<dyn ClusterReader>,
 ) -> anyhow::Result<()> {
-    let from_wasm: Outcome = plugin.reconcile(view, reader.clone(), labels())?;
-    let from_native: Outcome = native.reconcile(view, reader.clone(), labels())?;
+    let from_wasm: Outcome = plugin.reconcile(view.clone(), reader.clone())?;
+    let from_native: Outcome = native.reconcile(view.clone(), reader.clone())?;
     ensure!(from_wasm == from_native, "wasm and native outcomes differ");
     let children = from_wasm.children.as_ref().map_or(0, Vec::len);
     ensure!(
         children == CHILDREN,
         "expected {CHILDREN} desired children, got {children}"
     );
-    let ready = from_wasm.conditions.iter().find(|c| c.type_ == "Ready");
+    let ready = from_wasm.conditions.iter().find(|c| c.condition_type == "Ready");
     ensure!(
         ready.is_some_and(|c| c.reason == "ReplicasReady"),
         "expected a ready steady state, got {ready:?}"
@@ -218,8 +209,8 @@ fn measure_paths(
     view: &WorldView,
     reader: &Arc<dyn ClusterReader>,
 ) -> anyhow::Result<PathTimes> {
-    let call_wasm = || plugin.reconcile(view, reader.clone(), labels()).map(drop);
-    let call_native = || native.reconcile(view, reader.clone(), labels()).map(drop);
+    let call_wasm = || plugin.reconcile(view.clone(), reader.clone()).map(drop);
+    let call_native = || native.reconcile(view.clone(), reader.clone()).map(drop);
     for _ in 0..WARMUP_CALLS {
         call_wasm()?;
         call_native()?;
@@ -306,9 +297,9 @@ fn measure_phases(engine: &PluginEngine, wasm: &[u8], view: &WorldView) -> wasmt
     let one_call = || -> wasmtime::Result<[Duration; 5]> {
         let t0 = Instant::now();
         let wire_view = types::WorldView {
-            primary: view.primary.to_string(),
-            children: view.children.iter().map(Value::to_string).collect(),
-            config: view.config.to_string(),
+            primary: view.primary.clone(),
+            children: view.children.clone(),
+            config: view.config.clone(),
             deleting: view.deleting,
             attempt: view.attempt,
         };

@@ -1,16 +1,30 @@
 //! wasm-reconciler: a Kubernetes controller host that runs reconcile logic compiled to WebAssembly components.
 //!
-//! The crate is laid out along the data flow: [`delivery`] brings plugin packages from a directory or
-//! ConfigMaps; [`plugin`] turns wasm bytes into callable, sandboxed plugins; [`runtime`] runs one controller per
-//! plugin on shared caches and a workqueue; [`apply`] turns outcomes into API writes; [`telemetry`] exposes
-//! metrics and health; [`cli`] is the command line.
+//! The crate is laid out along the data flow, and each module imports only the ones before it:
+//!
+//! 1. [`plugin`]: wasm bytes → a validated, sandboxed, callable plugin;
+//! 2. [`delivery`]: plugin packages from a directory or ConfigMaps, handed to an [`delivery::Installer`];
+//! 3. [`runtime`]: what the host observes and schedules — shared informer caches, the workqueue, world-view
+//!    assembly, dependency tracking from reads;
+//! 4. [`apply`]: an outcome → API writes (finalizer, children, status, events), folded back into the caches;
+//! 5. [`telemetry`]: metrics and health;
+//! 6. [`controller`]: drives reconciles (queue → world view → plugin call → applier) and runs one controller
+//!    per plugin, swapping versions only after they validated (the [`delivery::Installer`]);
+//! 7. [`cli`]: the command line.
+
+pub mod plugin;
+
+pub mod delivery;
+
+pub mod runtime;
 
 pub mod apply;
-pub mod cli;
-pub mod delivery;
-pub mod plugin;
-pub mod runtime;
+
 pub mod telemetry;
+
+pub mod controller;
+
+pub mod cli;
 
 /// Formats an error with its whole chain of causes: `outer: middle: root`.
 pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {

@@ -2,6 +2,9 @@
 
 use std::collections::HashSet;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::Resource;
+use kube::api::{ApiResource, DynamicObject};
 use serde_json::{Value, json};
 
 use crate::plugin::{ControllerSpec, Gvk};
@@ -79,39 +82,25 @@ pub enum ScopeError {
 /// What the host knows about the primary when preparing children.
 #[derive(Debug, Clone)]
 pub struct PrimaryRef<'a> {
-    /// `apiVersion`.
-    pub api_version: &'a str,
-    /// `kind`.
-    pub kind: &'a str,
     /// `metadata.name`.
     pub name: &'a str,
     /// `metadata.namespace`; `None` when cluster-scoped.
     pub namespace: Option<&'a str>,
-    /// `metadata.uid`.
-    pub uid: &'a str,
+    /// The controller ownerReference children get (`controller` and `blockOwnerDeletion` set).
+    pub owner: OwnerReference,
 }
 
 impl<'a> PrimaryRef<'a> {
-    /// Reads the reference fields of a primary object.
-    pub fn of(primary: &'a Value) -> Option<Self> {
+    /// The reference fields of a primary served as `resource`; `None` without a name or uid.
+    pub fn of(primary: &'a DynamicObject, resource: &ApiResource) -> Option<Self> {
         Some(Self {
-            api_version: primary["apiVersion"].as_str()?,
-            kind: primary["kind"].as_str()?,
-            name: primary["metadata"]["name"].as_str()?,
-            namespace: primary["metadata"]["namespace"].as_str(),
-            uid: primary["metadata"]["uid"].as_str()?,
-        })
-    }
-
-    /// The controller ownerReference children get.
-    pub fn owner_reference(&self) -> Value {
-        json!({
-            "apiVersion": self.api_version,
-            "kind": self.kind,
-            "name": self.name,
-            "uid": self.uid,
-            "controller": true,
-            "blockOwnerDeletion": true,
+            name: primary.metadata.name.as_deref()?,
+            namespace: primary.metadata.namespace.as_deref(),
+            owner: OwnerReference {
+                // Foreground deletion of the primary waits for its children.
+                block_owner_deletion: Some(true),
+                ..primary.controller_owner_ref(resource)?
+            },
         })
     }
 }
@@ -138,7 +127,7 @@ pub fn prepare_children(
         if !spec.owns.contains(&gvk) {
             return Err(ScopeError::UndeclaredKind { kind, name });
         }
-        if gvk == spec.primary && Some(name.as_str()) == Some(primary.name) {
+        if gvk == spec.primary && name == primary.name {
             return Err(ScopeError::IsThePrimary { kind, name });
         }
         if !seen.insert((gvk.clone(), name.clone())) {
@@ -168,7 +157,7 @@ pub fn prepare_children(
                 // A cluster-scoped primary may own cluster-scoped children, and namespaced ones in any namespace.
             }
         }
-        object["metadata"]["ownerReferences"] = json!([primary.owner_reference()]);
+        object["metadata"]["ownerReferences"] = json!([primary.owner]);
         prepared.push(PreparedChild { gvk, name, object });
     }
     Ok(prepared)
@@ -196,20 +185,20 @@ mod tests {
     use super::*;
 
     fn spec() -> ControllerSpec {
-        ControllerSpec {
-            primary: Gvk::new("ex.io", "v1", "Set"),
-            owns: vec![
-                Gvk::new("", "v1", "ConfigMap"),
-                Gvk::new("rbac.authorization.k8s.io", "v1", "ClusterRole"),
-            ],
-            reads: vec![],
-            finalizer: None,
-            resync: None,
-        }
+        ControllerSpec::new(Gvk::new("ex.io", "v1", "Set"))
+            .owns(Gvk::new("", "v1", "ConfigMap"))
+            .owns(Gvk::new("rbac.authorization.k8s.io", "v1", "ClusterRole"))
     }
 
-    fn primary() -> Value {
-        json!({"apiVersion": "ex.io/v1", "kind": "Set", "metadata": {"name": "p", "namespace": "ns", "uid": "u-1"}})
+    fn primary() -> DynamicObject {
+        serde_json::from_value(
+            json!({"apiVersion": "ex.io/v1", "kind": "Set", "metadata": {"name": "p", "namespace": "ns", "uid": "u-1"}}),
+        )
+        .unwrap()
+    }
+
+    fn set_resource() -> ApiResource {
+        ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk("ex.io", "v1", "Set"))
     }
 
     fn namespaced(gvk: &Gvk) -> bool {
@@ -224,7 +213,7 @@ mod tests {
     fn children_get_namespace_and_controller_reference() {
         let primary = primary();
         let prepared = prepare_children(
-            &PrimaryRef::of(&primary).unwrap(),
+            &PrimaryRef::of(&primary, &set_resource()).unwrap(),
             &spec(),
             &[config_map("c")],
             namespaced,
@@ -241,7 +230,7 @@ mod tests {
     #[test]
     fn out_of_scope_children_are_refused() {
         let primary = primary();
-        let primary = PrimaryRef::of(&primary).unwrap();
+        let primary = PrimaryRef::of(&primary, &set_resource()).unwrap();
         let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}});
         assert!(matches!(
             prepare_children(&primary, &spec(), &[secret], namespaced),

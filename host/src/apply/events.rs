@@ -101,7 +101,7 @@ impl EventSink {
         uid.hash(&mut hasher);
         let lane = &self.lanes[(hasher.finish() % LANES as u64) as usize];
         let pending = Pending {
-            type_: event.type_,
+            type_: event.event_type,
             reason: event.reason.clone(),
             note: event.note.clone(),
             action: action.to_owned(),

@@ -1,7 +1,545 @@
-//! From outcome to API writes: children by server-side apply with ownership and pruning, status with merged
-//! conditions, events, finalizers. The planning parts are pure and tested with plain values; `writer` does I/O.
+//! From outcome to API writes. The [`Applier`] owns every write of a reconcile: the finalizer's steps, children by
+//! server-side apply with ownership and pruning, status with merged conditions, events. The planning parts
+//! ([`finalizer`], [`children`], [`status`]) are pure and tested with plain values; [`writer`] and [`events`] do
+//! the I/O.
+//!
+//! The controller hands each reconcile to [`Apply::reconcile`] with the primary and a way to call the plugin;
+//! the applier decides, from the finalizer's state, whether the plugin runs and what gets written, and answers
+//! with the reconcile's one result, a [`Completion`].
 
 pub mod children;
 pub mod events;
+pub mod finalizer;
 pub mod status;
 pub mod writer;
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::future::BoxFuture;
+use futures::{FutureExt as _, StreamExt as _};
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::api::{Api, DynamicObject};
+use kube::{Resource as _, ResourceExt as _};
+use serde_json::Value;
+
+use self::children::{PreparedChild, PrimaryRef, ScopeError, is_subset, prepare_children};
+use self::events::EventSink;
+pub use self::finalizer::FinalizerState;
+use self::status::{ReconciledState, desired_status, reconciled_condition};
+use self::writer::WriteError;
+use crate::plugin::{ControllerSpec, Event, Gvk, Outcome, ReconcileError};
+use crate::runtime::{CachedObject, Completion, KindCache, ObjectKey};
+
+/// The plugin call of one reconcile, made only if the finalizer's state calls for it; its argument is `deleting`.
+pub type PluginCall<'a> = Box<dyn FnOnce(bool) -> BoxFuture<'a, Result<Outcome, ReconcileError>> + Send + 'a>;
+
+/// What a controller hands each reconcile to. [`Applier`] is the real one; the controller's tests use a fake.
+pub trait Apply: Send + Sync {
+    /// Runs one reconcile of `primary`: decides from the finalizer's state whether `call` runs, writes what
+    /// follows, and says how it ended.
+    fn reconcile<'a>(&'a self, primary: Arc<CachedObject>, call: PluginCall<'a>) -> BoxFuture<'a, Completion>;
+
+    /// Forgets what is remembered about a primary that is gone.
+    fn forget(&self, primary: &ObjectKey);
+
+    /// The id marking this applier's own writes in cache changes
+    /// ([`CacheChange::seen_by`](crate::runtime::CacheChange::seen_by)).
+    fn writer_id(&self) -> u64;
+}
+
+/// Hash of the last object applied, per child (kind and key) of one primary.
+type AppliedChildren = HashMap<(Gvk, ObjectKey), u64>;
+
+/// Child writes (applies, deletions) of one reconcile in flight at once.
+const CHILD_WRITES_IN_FLIGHT: usize = 8;
+
+/// Longest API error kept in a `Reconciled` condition message.
+const MAX_FAILURE_MESSAGE: usize = 2048;
+
+/// Every API write of one plugin's reconciles: its field manager, the caches it folds its writes into, the hashes of
+/// what it last applied (to skip no-op applies), and its event sink.
+pub struct Applier {
+    plugin: String,
+    field_manager: String,
+    writer_id: u64,
+    client: kube::Client,
+    spec: ControllerSpec,
+    primary: Arc<KindCache>,
+    owned: HashMap<Gvk, Arc<KindCache>>,
+    events: EventSink,
+    /// Per primary, the hash of the last object applied per child.
+    last_applied: Mutex<HashMap<ObjectKey, AppliedChildren>>,
+}
+
+impl std::fmt::Debug for Applier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Applier")
+            .field("plugin", &self.plugin)
+            .field("writer_id", &self.writer_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Apply for Applier {
+    fn reconcile<'a>(&'a self, primary: Arc<CachedObject>, call: PluginCall<'a>) -> BoxFuture<'a, Completion> {
+        self.run(primary, call).boxed()
+    }
+
+    fn forget(&self, primary: &ObjectKey) {
+        self.last_applied
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(primary);
+    }
+
+    fn writer_id(&self) -> u64 {
+        self.writer_id
+    }
+}
+
+impl Applier {
+    /// The applier of plugin `plugin`, writing as field manager `wasm-reconciler/<plugin>` with `client`. `primary`
+    /// and `owned` are the caches of the spec's primary and owned kinds; `instance` names this host in events.
+    /// Must be created on a tokio runtime (its event lanes run there).
+    pub fn new(
+        plugin: &str,
+        spec: &ControllerSpec,
+        client: kube::Client,
+        primary: Arc<KindCache>,
+        owned: HashMap<Gvk, Arc<KindCache>>,
+        instance: Option<String>,
+    ) -> Self {
+        static NEXT_WRITER: AtomicU64 = AtomicU64::new(1);
+        Self {
+            plugin: plugin.to_owned(),
+            field_manager: format!("wasm-reconciler/{plugin}"),
+            writer_id: NEXT_WRITER.fetch_add(1, Ordering::Relaxed),
+            events: EventSink::new(client.clone(), plugin, instance),
+            client,
+            spec: spec.clone(),
+            primary,
+            owned,
+            last_applied: Mutex::default(),
+        }
+    }
+
+    async fn run(&self, cached: Arc<CachedObject>, call: PluginCall<'_>) -> Completion {
+        let primary = cached.dynamic();
+        match FinalizerState::of(&cached.meta, self.spec.finalizer.as_deref()) {
+            // Not being deleted and our finalizer is missing: add it before the plugin runs, so nothing the plugin
+            // does escapes its cleanup. The write comes back through the cache and reconciles the object again,
+            // now in `Apply`.
+            FinalizerState::Add => match self.add_finalizer(&primary).await {
+                Ok(()) => Completion::DONE,
+                Err(error) => self.write_failed(error),
+            },
+            // Not being deleted, finalizer in place (or none declared): the plugin runs, its outcome is applied.
+            FinalizerState::Apply => {
+                let result = call(false).await;
+                self.apply_result(&primary, result, false).await
+            }
+            // Being deleted and our finalizer still on: the plugin cleans up, its outcome is applied (a drain
+            // deletes children in rounds), and once it answers `finalized` the finalizer is removed.
+            FinalizerState::Cleanup => {
+                let result = call(true).await;
+                self.apply_result(&primary, result, true).await
+            }
+            // Being deleted without our finalizer: nothing of ours holds the object; garbage collection takes the
+            // children.
+            FinalizerState::Released => Completion::DONE,
+        }
+    }
+
+    async fn add_finalizer(&self, primary: &DynamicObject) -> Result<(), WriteError> {
+        let Some(finalizer) = &self.spec.finalizer else {
+            return Ok(());
+        };
+        let updated =
+            writer::add_finalizer(&self.primary_api(primary), &self.field_manager, primary, finalizer).await?;
+        tracing::debug!(finalizer, "finalizer added");
+        self.primary.record_write(updated, None);
+        Ok(())
+    }
+
+    async fn apply_result(
+        &self,
+        primary: &DynamicObject,
+        result: Result<Outcome, ReconcileError>,
+        deleting: bool,
+    ) -> Completion {
+        match result {
+            Ok(outcome) => self.apply_outcome(primary, outcome, deleting).await,
+            Err(error) => {
+                let reason = error.reason();
+                tracing::warn!(reason, error = %crate::error_chain(&error), "reconcile failed");
+                self.record_failure(primary, ReconciledState::failed(reason, error.to_string()))
+                    .await;
+                Completion::Failure { reason }
+            }
+        }
+    }
+
+    /// Children first (nothing at all when one is out of scope), then the status, the events, and — for a
+    /// deleting primary whose cleanup is done — the finalizer.
+    async fn apply_outcome(&self, primary: &DynamicObject, outcome: Outcome, deleting: bool) -> Completion {
+        let Some(primary_ref) = PrimaryRef::of(primary, self.primary.resource()) else {
+            tracing::warn!("primary lacks a name or uid; skipping");
+            return Completion::DONE;
+        };
+        if let Some(desired) = &outcome.children {
+            let prepared = match prepare_children(&primary_ref, &self.spec, desired, |gvk| {
+                self.owned.get(gvk).is_some_and(|cache| cache.namespaced())
+            }) {
+                Ok(prepared) => prepared,
+                Err(error) => return self.scope_denied(primary, error).await,
+            };
+            if let Err(error) = self.write_children(primary, &prepared).await {
+                return self.children_failed(primary, error).await;
+            }
+        }
+
+        let previous = reconciled_condition(primary.data.get("status"));
+        let status = desired_status(
+            primary.data.get("status"),
+            outcome.status.as_ref(),
+            &outcome.conditions,
+            &ReconciledState::succeeded(),
+            primary.metadata.generation,
+            &now(),
+        );
+        if let Err(error) = self.write_status(primary, status).await {
+            return self.write_failed(error);
+        }
+        let reference = object_reference(primary, &self.primary);
+        for event in &outcome.events {
+            self.publish(&reference, event).await;
+        }
+        if let Some((false, reason)) = previous {
+            let note = format!("reconciled successfully after failing with {reason}");
+            self.publish(&reference, &Event::normal("Reconciled", note)).await;
+        }
+
+        if deleting
+            && outcome.finalized
+            && let Some(finalizer) = &self.spec.finalizer
+        {
+            match writer::remove_finalizer(&self.primary_api(primary), &self.field_manager, primary, finalizer).await {
+                Ok(Some(updated)) => {
+                    tracing::info!(finalizer, "cleanup finished; finalizer removed");
+                    self.primary.record_write(updated, None);
+                }
+                Ok(None) => {}
+                Err(error) => return self.write_failed(error),
+            }
+        }
+        Completion::Success {
+            requeue_after: outcome.requeue_after,
+        }
+    }
+
+    /// Applies the desired children that changed, then deletes owned children no longer desired. Writes of one
+    /// reconcile run concurrently (at most [`CHILD_WRITES_IN_FLIGHT`]); every started write finishes and is folded
+    /// into the cache, and the first failure is returned.
+    async fn write_children(&self, primary: &DynamicObject, prepared: &[PreparedChild]) -> Result<(), WriteError> {
+        let primary_key = key_of(primary);
+        let desired: HashSet<(&Gvk, &str)> = prepared.iter().map(|c| (&c.gvk, c.name.as_str())).collect();
+        let mut applies = Vec::new();
+        for child in prepared {
+            let child_key = ObjectKey::new(child.object["metadata"]["namespace"].as_str(), &child.name);
+            let hash = hash_of(&child.object);
+            if !self.applied_unchanged(&primary_key, child, &child_key, hash) {
+                applies.push(self.apply_child(&primary_key, child, child_key, hash).boxed());
+            }
+        }
+        all_succeed(applies).await?;
+
+        let uid = primary.uid().unwrap_or_default();
+        let mut deletes = Vec::new();
+        for (gvk, cache) in &self.owned {
+            for observed in cache.controlled_by(&uid) {
+                let elsewhere = self.primary.namespaced() && observed.key.namespace != primary_key.namespace;
+                if !elsewhere && !desired.contains(&(gvk, observed.key.name.as_str())) {
+                    deletes.push(self.delete_child(&primary_key, gvk, observed).boxed());
+                }
+            }
+        }
+        all_succeed(deletes).await
+    }
+
+    /// Whether `child` (of key `child_key`, hashing to `hash`) is exactly what was last applied for this primary
+    /// and the cache still shows it so.
+    fn applied_unchanged(
+        &self,
+        primary_key: &ObjectKey,
+        child: &PreparedChild,
+        child_key: &ObjectKey,
+        hash: u64,
+    ) -> bool {
+        let applied_before = self
+            .last_applied
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(primary_key)
+            .and_then(|children| children.get(&(child.gvk.clone(), child_key.clone())))
+            == Some(&hash);
+        applied_before
+            && self.owned[&child.gvk]
+                .get(child_key)
+                .is_some_and(|observed| is_subset(&child.object, &observed.value()))
+    }
+
+    async fn apply_child(
+        &self,
+        primary_key: &ObjectKey,
+        child: &PreparedChild,
+        child_key: ObjectKey,
+        hash: u64,
+    ) -> Result<(), WriteError> {
+        let cache = &self.owned[&child.gvk];
+        let created = cache.get(&child_key).is_none();
+        let api = api_for(&self.client, cache, child_key.namespace.as_deref());
+        let written = writer::apply(&api, &self.field_manager, &child.name, &child.object).await?;
+        tracing::debug!(child = %child_key, kind = %child.gvk.kind, created, "child applied");
+        self.last_applied
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(primary_key.clone())
+            .or_default()
+            .insert((child.gvk.clone(), child_key), hash);
+        cache.record_write(written, None);
+        Ok(())
+    }
+
+    async fn delete_child(
+        &self,
+        primary_key: &ObjectKey,
+        gvk: &Gvk,
+        observed: Arc<CachedObject>,
+    ) -> Result<(), WriteError> {
+        let cache = &self.owned[gvk];
+        let api = api_for(&self.client, cache, observed.key.namespace.as_deref());
+        writer::delete(&api, &gvk.kind, &observed.key.name, &observed.meta.uid).await?;
+        tracing::debug!(child = %observed.key, kind = %gvk.kind, "child deleted");
+        if let Some(children) = self
+            .last_applied
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_mut(primary_key)
+        {
+            children.remove(&(gvk.clone(), observed.key.clone()));
+        }
+        cache.record_delete(&observed.key, &observed.meta.uid);
+        Ok(())
+    }
+
+    /// Writes `status` unless it is what the primary already shows. The response is folded into the cache, marked
+    /// as seen by this applier's controller only if nothing but the status changed.
+    async fn write_status(&self, primary: &DynamicObject, status: Value) -> Result<(), WriteError> {
+        if primary.data.get("status") == Some(&status) {
+            return Ok(());
+        }
+        let written = writer::write_status(
+            &self.primary_api(primary),
+            &self.field_manager,
+            &primary.name_any(),
+            &status,
+        )
+        .await?;
+        let seen = same_but_status(&written, primary).then_some(self.writer_id);
+        self.primary.record_write(written, seen);
+        Ok(())
+    }
+
+    /// Records a failed reconcile on the object: `Reconciled=False` and a Warning Event.
+    async fn record_failure(&self, primary: &DynamicObject, state: ReconciledState) {
+        let status = desired_status(
+            primary.data.get("status"),
+            None,
+            &[],
+            &state,
+            primary.metadata.generation,
+            &now(),
+        );
+        if let Err(error) = self.write_status(primary, status).await {
+            tracing::debug!(error = %crate::error_chain(&error), "could not record the failure in status");
+        }
+        let event = Event::warning(state.reason.clone(), state.message.clone());
+        self.publish(&object_reference(primary, &self.primary), &event).await;
+    }
+
+    async fn scope_denied(&self, primary: &DynamicObject, error: ScopeError) -> Completion {
+        tracing::warn!(error = %error, "outcome refused: outside the plugin's scope");
+        let state = ReconciledState::failed("ScopeDenied", format!("outcome refused, nothing was written: {error}"));
+        self.record_failure(primary, state).await;
+        Completion::Failure { reason: "ScopeDenied" }
+    }
+
+    /// A child write failed: a conflict re-queues quietly; anything else is recorded on the object with the API
+    /// server's answer.
+    async fn children_failed(&self, primary: &DynamicObject, error: WriteError) -> Completion {
+        if let WriteError::Api { .. } = &error {
+            let message = truncate(&crate::error_chain(&error), MAX_FAILURE_MESSAGE);
+            self.record_failure(primary, ReconciledState::failed("ApplyFailed", message))
+                .await;
+        }
+        self.write_failed(error)
+    }
+
+    fn write_failed(&self, error: WriteError) -> Completion {
+        match error {
+            WriteError::Conflict { .. } => {
+                tracing::debug!(error = %crate::error_chain(&error), "conflict; re-queued");
+                Completion::Conflict
+            }
+            WriteError::Api { .. } => {
+                tracing::warn!(error = %crate::error_chain(&error), "API write failed");
+                Completion::Failure { reason: "ApplyFailed" }
+            }
+        }
+    }
+
+    async fn publish(&self, regarding: &ObjectReference, event: &Event) {
+        let key = match (&regarding.namespace, &regarding.name) {
+            (Some(namespace), Some(name)) => format!("{namespace}/{name}"),
+            (None, Some(name)) => name.clone(),
+            _ => String::new(),
+        };
+        self.events.publish(regarding, &key, "Reconcile", event).await;
+    }
+
+    fn primary_api(&self, primary: &DynamicObject) -> Api<DynamicObject> {
+        api_for(&self.client, &self.primary, primary.metadata.namespace.as_deref())
+    }
+}
+
+/// The API of `cache`'s kind, in `namespace` when it is namespaced.
+fn api_for(client: &kube::Client, cache: &KindCache, namespace: Option<&str>) -> Api<DynamicObject> {
+    match (cache.namespaced(), namespace) {
+        (true, Some(namespace)) => Api::namespaced_with(client.clone(), namespace, cache.resource()),
+        _ => Api::all_with(client.clone(), cache.resource()),
+    }
+}
+
+/// Runs `writes` with at most [`CHILD_WRITES_IN_FLIGHT`] at a time, lets every one finish, and returns the first error.
+async fn all_succeed(writes: Vec<BoxFuture<'_, Result<(), WriteError>>>) -> Result<(), WriteError> {
+    let results: Vec<Result<(), WriteError>> = futures::stream::iter(writes)
+        .buffer_unordered(CHILD_WRITES_IN_FLIGHT)
+        .collect()
+        .await;
+    results.into_iter().collect()
+}
+
+/// Whether `written` (a status write's response) differs from `seen` (what the reconcile read) only in its status
+/// and the bookkeeping the write itself changed.
+fn same_but_status(written: &DynamicObject, seen: &DynamicObject) -> bool {
+    fn essence(object: &DynamicObject) -> (kube::api::ObjectMeta, Value) {
+        let mut metadata = object.metadata.clone();
+        metadata.resource_version = None;
+        metadata.managed_fields = None;
+        let mut data = object.data.clone();
+        if let Some(fields) = data.as_object_mut() {
+            fields.remove("status");
+        }
+        (metadata, data)
+    }
+    essence(written) == essence(seen)
+}
+
+fn key_of(object: &DynamicObject) -> ObjectKey {
+    ObjectKey::new(object.metadata.namespace.as_deref(), &object.name_any())
+}
+
+fn hash_of(value: &Value) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    value.to_string().hash(&mut hasher);
+    hasher.finish()
+}
+
+/// Now, to the second, as condition timestamps are written.
+fn now() -> String {
+    let now = k8s_openapi::jiff::Timestamp::now();
+    k8s_openapi::jiff::Timestamp::from_second(now.as_second())
+        .unwrap_or(now)
+        .to_string()
+}
+
+/// The reference Events carry: the primary's kind, name, namespace and uid.
+fn object_reference(primary: &DynamicObject, cache: &KindCache) -> ObjectReference {
+    ObjectReference {
+        resource_version: None,
+        ..primary.object_ref(cache.resource())
+    }
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut cut = max - 3;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}...", &text[..cut])
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn dynamic(value: Value) -> DynamicObject {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn a_status_write_response_is_told_apart_from_a_concurrent_edit() {
+        let seen = json!({
+            "apiVersion": "ex.io/v1", "kind": "Set",
+            "metadata": {"name": "a", "generation": 1, "resourceVersion": "7"},
+            "spec": {"note": "old"},
+            "status": {"ready": false},
+        });
+        let mut own = seen.clone();
+        own["metadata"]["resourceVersion"] = json!("9");
+        own["metadata"]["managedFields"] = json!([{"manager": "wasm-reconciler/echo"}]);
+        own["status"] = json!({"ready": true});
+        assert!(
+            same_but_status(&dynamic(own.clone()), &dynamic(seen.clone())),
+            "only the status and bookkeeping changed"
+        );
+
+        let mut edited = own.clone();
+        edited["metadata"]["generation"] = json!(2);
+        edited["spec"]["note"] = json!("new");
+        assert!(
+            !same_but_status(&dynamic(edited), &dynamic(seen.clone())),
+            "a spec edit rode along"
+        );
+        let mut labelled = own;
+        labelled["metadata"]["labels"] = json!({"tier": "web"});
+        assert!(
+            !same_but_status(&dynamic(labelled), &dynamic(seen)),
+            "a metadata edit rode along"
+        );
+    }
+
+    #[test]
+    fn timestamps_are_whole_seconds_in_utc() {
+        let now = now();
+        assert!(now.ends_with('Z'), "{now}");
+        assert!(!now.contains('.'), "{now}");
+        assert_eq!(now.len(), "2026-01-01T00:00:00Z".len(), "{now}");
+    }
+
+    #[test]
+    fn long_failure_messages_are_cut() {
+        assert_eq!(truncate("short", 10), "short");
+        let long = "é".repeat(100);
+        let cut = truncate(&long, 11);
+        assert!(cut.len() <= 11 && cut.ends_with("..."), "{cut}");
+    }
+}

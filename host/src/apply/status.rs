@@ -72,7 +72,7 @@ pub fn desired_status(
     for condition in plugin_conditions {
         merge_condition(
             &mut conditions,
-            &condition.type_,
+            &condition.condition_type,
             condition.status,
             &condition.reason,
             &condition.message,
@@ -153,12 +153,7 @@ mod tests {
     use super::*;
 
     fn condition(type_: &str, status: ConditionStatus, reason: &str) -> Condition {
-        Condition {
-            type_: type_.into(),
-            status,
-            reason: reason.into(),
-            message: format!("{type_} is {status:?}"),
-        }
+        Condition::new(type_, status, reason, format!("{type_} is {status:?}"))
     }
 
     #[test]

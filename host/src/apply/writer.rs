@@ -1,5 +1,6 @@
 //! The API writes of a reconcile: server-side apply of children, deletes, status, finalizers.
 
+use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions, PropagationPolicy};
 use serde_json::{Value, json};
 
@@ -48,11 +49,10 @@ pub fn api_code(error: &kube::Error) -> Option<u16> {
 }
 
 /// Server-side applies `object` with `field_manager`, forcing ownership of the fields it sets.
-pub async fn apply(api: &Api<DynamicObject>, field_manager: &str, name: &str, object: &Value) -> Result<Value> {
+pub async fn apply(api: &Api<DynamicObject>, field_manager: &str, name: &str, object: &Value) -> Result<DynamicObject> {
     let params = PatchParams::apply(field_manager).force();
     api.patch(name, &params, &Patch::Apply(object))
         .await
-        .map(to_value)
         .map_err(|e| WriteError::from_kube(format!("{} {name}", kind_of(object)), e))
 }
 
@@ -74,7 +74,12 @@ pub async fn delete(api: &Api<DynamicObject>, kind: &str, name: &str, uid: &str)
 }
 
 /// Replaces `.status` through the status subresource (merge patch of the whole status).
-pub async fn write_status(api: &Api<DynamicObject>, field_manager: &str, name: &str, status: &Value) -> Result<Value> {
+pub async fn write_status(
+    api: &Api<DynamicObject>,
+    field_manager: &str,
+    name: &str,
+    status: &Value,
+) -> Result<DynamicObject> {
     let params = PatchParams {
         field_manager: Some(field_manager.to_owned()),
         ..PatchParams::default()
@@ -82,7 +87,6 @@ pub async fn write_status(api: &Api<DynamicObject>, field_manager: &str, name: &
     let patch = json!({ "status": status });
     api.patch_status(name, &params, &Patch::Merge(&patch))
         .await
-        .map(to_value)
         .map_err(|e| WriteError::from_kube(format!("status of {name}"), e))
 }
 
@@ -90,42 +94,49 @@ pub async fn write_status(api: &Api<DynamicObject>, field_manager: &str, name: &
 pub async fn add_finalizer(
     api: &Api<DynamicObject>,
     field_manager: &str,
-    primary: &Value,
+    primary: &DynamicObject,
     finalizer: &str,
-) -> Result<Value> {
-    let name = primary["metadata"]["name"].as_str().unwrap_or_default();
-    let operations = match primary["metadata"]["finalizers"].as_array() {
-        Some(_) => json!([
-            {"op": "test", "path": "/metadata/resourceVersion", "value": primary["metadata"]["resourceVersion"]},
-            {"op": "add", "path": "/metadata/finalizers/-", "value": finalizer},
-        ]),
-        None => json!([
-            {"op": "test", "path": "/metadata/resourceVersion", "value": primary["metadata"]["resourceVersion"]},
-            {"op": "add", "path": "/metadata/finalizers", "value": [finalizer]},
-        ]),
+) -> Result<DynamicObject> {
+    let guard = json!({"op": "test", "path": "/metadata/resourceVersion", "value": primary.resource_version()});
+    let operations = if primary.metadata.finalizers.is_some() {
+        json!([guard, {"op": "add", "path": "/metadata/finalizers/-", "value": finalizer}])
+    } else {
+        json!([guard, {"op": "add", "path": "/metadata/finalizers", "value": [finalizer]}])
     };
-    json_patch(api, field_manager, name, operations, "adding the finalizer").await
+    json_patch(
+        api,
+        field_manager,
+        &primary.name_any(),
+        operations,
+        "adding the finalizer",
+    )
+    .await
 }
 
-/// Removes `finalizer` from the primary, guarded by the position it is at.
+/// Removes `finalizer` from the primary, guarded by the position it is at. `None` when it was not there or the
+/// object is gone.
 pub async fn remove_finalizer(
     api: &Api<DynamicObject>,
     field_manager: &str,
-    primary: &Value,
+    primary: &DynamicObject,
     finalizer: &str,
-) -> Result<Option<Value>> {
-    let name = primary["metadata"]["name"].as_str().unwrap_or_default();
-    let Some(index) = primary["metadata"]["finalizers"]
-        .as_array()
-        .and_then(|finalizers| finalizers.iter().position(|f| f == finalizer))
-    else {
+) -> Result<Option<DynamicObject>> {
+    let Some(index) = primary.finalizers().iter().position(|f| f == finalizer) else {
         return Ok(None);
     };
     let operations = json!([
         {"op": "test", "path": format!("/metadata/finalizers/{index}"), "value": finalizer},
         {"op": "remove", "path": format!("/metadata/finalizers/{index}")},
     ]);
-    match json_patch(api, field_manager, name, operations, "removing the finalizer").await {
+    match json_patch(
+        api,
+        field_manager,
+        &primary.name_any(),
+        operations,
+        "removing the finalizer",
+    )
+    .await
+    {
         Ok(object) => Ok(Some(object)),
         Err(WriteError::Api { source, .. }) if api_code(&source) == Some(404) => Ok(None),
         Err(error) => Err(error),
@@ -138,14 +149,14 @@ async fn json_patch(
     name: &str,
     operations: Value,
     what: &str,
-) -> Result<Value> {
+) -> Result<DynamicObject> {
     let patch: json_patch::Patch = serde_json::from_value(operations).expect("well-formed JSON patch");
     let params = PatchParams {
         field_manager: Some(field_manager.to_owned()),
         ..PatchParams::default()
     };
     match api.patch(name, &params, &Patch::<()>::Json(patch)).await {
-        Ok(object) => Ok(to_value(object)),
+        Ok(object) => Ok(object),
         // A failed `test` is answered 422 by the API server: the object moved on; retry like a conflict.
         Err(error) if api_code(&error) == Some(422) => Err(WriteError::Conflict {
             what: format!("{what} on {name}"),
@@ -153,10 +164,6 @@ async fn json_patch(
         }),
         Err(error) => Err(WriteError::from_kube(format!("{what} on {name}"), error)),
     }
-}
-
-fn to_value(object: DynamicObject) -> Value {
-    serde_json::to_value(object).unwrap_or(Value::Null)
 }
 
 fn kind_of(object: &Value) -> &str {

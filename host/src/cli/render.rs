@@ -21,7 +21,7 @@ use serde_json::Value;
 use super::LimitArgs;
 use crate::plugin::object_key;
 use crate::plugin::{
-    CallLabels, EngineError, Gvk, Limits, LoadError, ObjectReader, Outcome, PluginEngine, ReconcileError, WorldView,
+    EngineError, Gvk, Limits, LoadError, ObjectReader, Outcome, PluginEngine, ReconcileError, WorldView,
 };
 
 /// Arguments of `render`.
@@ -170,13 +170,12 @@ pub fn render_file(plugin: &Path, world: &Path, config: Option<&Path>, limits: L
     )
     .map_err(fixture_error)?;
     let view = WorldView {
-        primary: fixture.primary,
-        children: fixture.children,
-        config,
         deleting: fixture.deleting,
         attempt: fixture.attempt,
+        ..WorldView::from_json(&fixture.primary, &fixture.children, &config)
     };
-    Ok(loaded.reconcile(&view, Arc::new(reader), CallLabels { plugin: name, key })?)
+    let _span = tracing::info_span!("render", plugin = %name, object = %key).entered();
+    Ok(loaded.reconcile(view, Arc::new(reader))?)
 }
 
 #[cfg(test)]

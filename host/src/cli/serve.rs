@@ -10,10 +10,11 @@ use kube::Client;
 use kube::api::Api;
 use tokio::sync::watch;
 
+use crate::controller::Manager;
 use crate::delivery::configmap::ConfigMapSource;
 use crate::delivery::directory::DirectorySource;
 use crate::plugin::PluginEngine;
-use crate::runtime::{Caches, Manager};
+use crate::runtime::Caches;
 use crate::telemetry::{Health, Metrics, MetricsServer};
 
 /// Where plugins come from and how the host runs.

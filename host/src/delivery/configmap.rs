@@ -13,7 +13,7 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::watcher::{self, Event as WatchEvent, watcher};
 
 use super::package::{CONFIG_KEY, PluginPackage, SETTINGS_KEY, WASM_GZ_KEY, WASM_KEY};
-use crate::runtime::{Manager, UpdateResult};
+use super::{Installed, Installer};
 
 /// Label that marks plugin ConfigMaps.
 pub const PLUGIN_LABEL: &str = "wasm-reconciler.io/plugin";
@@ -52,8 +52,8 @@ impl ConfigMapSource {
         }
     }
 
-    /// Keeps the manager in step with the ConfigMaps until `shutdown` resolves.
-    pub async fn run(mut self, manager: Manager, shutdown: impl std::future::Future<Output = ()>) {
+    /// Keeps the installer in step with the ConfigMaps until `shutdown` resolves.
+    pub async fn run(mut self, installer: impl Installer, shutdown: impl std::future::Future<Output = ()>) {
         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.namespace);
         let config = watcher::Config::default().labels(&format!("{PLUGIN_LABEL}=true"));
         let mut stream = watcher(api, config).default_backoff().boxed();
@@ -73,16 +73,16 @@ impl ConfigMapSource {
                     let names: Vec<String> = listed.iter().filter_map(|c| c.metadata.name.clone()).collect();
                     let gone: Vec<String> = self.handled.keys().filter(|n| !names.contains(n)).cloned().collect();
                     for name in gone {
-                        self.removed(&manager, &name).await;
+                        self.removed(&installer, &name).await;
                     }
                     for config_map in std::mem::take(&mut listed) {
-                        self.applied(&manager, config_map).await;
+                        self.applied(&installer, config_map).await;
                     }
                 }
-                Ok(WatchEvent::Apply(config_map)) => self.applied(&manager, config_map).await,
+                Ok(WatchEvent::Apply(config_map)) => self.applied(&installer, config_map).await,
                 Ok(WatchEvent::Delete(config_map)) => {
                     if let Some(name) = config_map.metadata.name {
-                        self.removed(&manager, &name).await;
+                        self.removed(&installer, &name).await;
                     }
                 }
                 Err(error) => {
@@ -92,14 +92,14 @@ impl ConfigMapSource {
         }
     }
 
-    async fn removed(&mut self, manager: &Manager, name: &str) {
+    async fn removed(&mut self, installer: &impl Installer, name: &str) {
         self.handled.remove(name);
-        if manager.remove(name).await {
+        if installer.uninstall(name).await {
             tracing::info!(plugin = name, "plugin ConfigMap deleted; controller stopped");
         }
     }
 
-    async fn applied(&mut self, manager: &Manager, config_map: ConfigMap) {
+    async fn applied(&mut self, installer: &impl Installer, config_map: ConfigMap) {
         let Some(name) = config_map.metadata.name.clone() else {
             return;
         };
@@ -109,14 +109,17 @@ impl ConfigMapSource {
         }
         self.handled.insert(name.clone(), version);
         let result = match decode(&config_map) {
-            Ok(package) => manager.update(&name, package).await.map_err(|e| crate::error_chain(&e)),
+            Ok(package) => installer
+                .install(&name, package)
+                .await
+                .map_err(|e| crate::error_chain(&e)),
             Err(error) => {
-                manager.record_refused(&name);
+                installer.record_refused(&name);
                 Err(crate::error_chain(&error))
             }
         };
         match result {
-            Ok(UpdateResult::Unchanged) => {}
+            Ok(Installed::Unchanged) => {}
             Ok(result) => {
                 tracing::info!(plugin = %name, ?result, "plugin loaded from ConfigMap");
                 let event = Event {

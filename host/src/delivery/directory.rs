@@ -10,7 +10,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, Patch, PatchParams};
 
 use super::package::{CONFIG_KEY, PluginPackage, SETTINGS_KEY, WASM_GZ_KEY, WASM_KEY};
-use crate::runtime::{Manager, UpdateResult};
+use super::{Installed, Installer};
 
 /// File holding the CRDs a plugin's kinds need (installed by `dev`).
 pub const CRD_FILE: &str = "crd.yaml";
@@ -21,7 +21,7 @@ pub const SCAN_INTERVAL: Duration = Duration::from_secs(1);
 /// Size and modification time of every file of one plugin directory: a cheap change detector.
 type Fingerprint = Vec<(String, u64, Option<SystemTime>)>;
 
-/// Watches a plugin directory and keeps the manager in step with it.
+/// Watches a plugin directory and keeps the installer in step with it.
 pub struct DirectorySource {
     dir: PathBuf,
     crds: Option<kube::Client>,
@@ -47,19 +47,19 @@ impl DirectorySource {
     }
 
     /// Scans until `shutdown` resolves.
-    pub async fn run(mut self, manager: Manager, shutdown: impl std::future::Future<Output = ()>) {
+    pub async fn run(mut self, installer: impl Installer, shutdown: impl std::future::Future<Output = ()>) {
         tokio::pin!(shutdown);
         let mut ticker = tokio::time::interval(SCAN_INTERVAL);
         loop {
             tokio::select! {
                 () = &mut shutdown => return,
-                _ = ticker.tick() => self.scan(&manager).await,
+                _ = ticker.tick() => self.scan(&installer).await,
             }
         }
     }
 
     /// One scan: loads new or changed plugins, removes vanished ones.
-    pub async fn scan(&mut self, manager: &Manager) {
+    pub async fn scan(&mut self, installer: &impl Installer) {
         let mut present = HashMap::new();
         match std::fs::read_dir(&self.dir) {
             Ok(entries) => {
@@ -86,7 +86,7 @@ impl DirectorySource {
             .collect();
         for name in vanished {
             self.seen.remove(&name);
-            if manager.remove(&name).await {
+            if installer.uninstall(&name).await {
                 tracing::info!(plugin = %name, "plugin removed from the directory; controller stopped");
             }
         }
@@ -98,11 +98,11 @@ impl DirectorySource {
                 continue;
             }
             self.seen.insert(name.clone(), fingerprint);
-            self.load(manager, &name, &path).await;
+            self.load(installer, &name, &path).await;
         }
     }
 
-    async fn load(&self, manager: &Manager, name: &str, path: &Path) {
+    async fn load(&self, installer: &impl Installer, name: &str, path: &Path) {
         if let Some(client) = &self.crds
             && let Err(error) = install_crds(client, &path.join(CRD_FILE)).await
         {
@@ -120,13 +120,13 @@ impl DirectorySource {
         let package = match package {
             Ok(package) => package,
             Err(error) => {
-                manager.record_refused(name);
+                installer.record_refused(name);
                 tracing::error!(plugin = name, dir = %path.display(), error = %crate::error_chain(&error), "plugin refused; the previous version keeps serving");
                 return;
             }
         };
-        match manager.update(name, package).await {
-            Ok(UpdateResult::Unchanged) => {}
+        match installer.install(name, package).await {
+            Ok(Installed::Unchanged) => {}
             Ok(result) => tracing::info!(plugin = name, ?result, "plugin loaded from the directory"),
             Err(error) => {
                 tracing::error!(plugin = name, dir = %path.display(), error = %crate::error_chain(&error), "plugin refused; the previous version keeps serving");

@@ -1,10 +1,58 @@
-//! Plugin delivery: where plugins come from (a directory, ConfigMaps) and how a new version replaces a running
-//! one only after it validated.
+//! Plugin delivery: where plugins come from (a directory, ConfigMaps), decoded and checked into packages, and
+//! handed to an [`Installer`] — the set of running plugins, which validates a version before it replaces the one
+//! serving.
 
 pub mod configmap;
 pub mod directory;
 pub mod package;
 pub mod settings;
 
+use std::future::Future;
+
 pub use package::{PackageError, PluginPackage};
 pub use settings::{PluginSettings, SettingsError};
+
+use crate::plugin::LoadError;
+
+/// What a new version did once installed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Installed {
+    /// Same component, configuration and settings: nothing to do.
+    Unchanged,
+    /// A new controller started.
+    Started,
+    /// The running controller now serves the new version.
+    Swapped,
+    /// The kinds or settings changed: the controller restarted with the new version.
+    Restarted,
+}
+
+/// Why a version was refused; the previous one keeps serving.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    /// The component did not load.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// Compilation panicked or was cancelled.
+    #[error("loading the plugin was interrupted: {0}")]
+    Interrupted(String),
+}
+
+/// Where plugin sources deliver packages: the set of running plugins
+/// ([`Manager`](crate::controller::Manager)).
+pub trait Installer: Send + Sync {
+    /// Validates `package` and makes it the serving version of plugin `name`; on error the previous version keeps
+    /// serving.
+    fn install(
+        &self,
+        name: &str,
+        package: PluginPackage,
+    ) -> impl Future<Output = Result<Installed, InstallError>> + Send;
+
+    /// Stops and forgets plugin `name`; whether it was installed.
+    fn uninstall(&self, name: &str) -> impl Future<Output = bool> + Send;
+
+    /// Counts a version of plugin `name` refused before it reached [`install`](Self::install): its package did
+    /// not decode (digest, gzip, size, configuration or settings).
+    fn record_refused(&self, name: &str);
+}

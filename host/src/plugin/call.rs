@@ -7,13 +7,13 @@ use wasmtime::component::ResourceTable;
 use wasmtime::{Store, Trap, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use super::contract::{ControllerSpec, Outcome, WorldView};
 use super::engine::PluginEngine;
 use super::host_api::{ClusterReader, MAX_LOG_LINES};
 use super::limits::{Limits, MemoryLimiter};
 use super::load::Plugin;
-use super::outcome;
+use super::outcome::{self, Outcome};
 use super::output::{CapturedOutput, panic_message};
+use super::{ControllerSpec, WorldView, types};
 
 /// Why a reconcile produced no outcome.
 #[derive(Debug, thiserror::Error)]
@@ -61,15 +61,6 @@ impl ReconcileError {
     }
 }
 
-/// Names attached to everything a call logs.
-#[derive(Debug, Clone, Default)]
-pub struct CallLabels {
-    /// The plugin's name.
-    pub plugin: String,
-    /// The object being reconciled (`namespace/name`), empty for `describe`.
-    pub key: String,
-}
-
 /// Store data of one call.
 pub(crate) struct CallState {
     wasi: WasiCtx,
@@ -78,7 +69,6 @@ pub(crate) struct CallState {
     pub(crate) reader: Arc<dyn ClusterReader>,
     /// The plugin's spec; `None` while `describe` itself runs.
     pub(crate) spec: Option<Arc<ControllerSpec>>,
-    pub(crate) labels: CallLabels,
     pub(crate) log_lines: u32,
     stdout: CapturedOutput,
     stderr: CapturedOutput,
@@ -94,12 +84,14 @@ impl WasiView for CallState {
 }
 
 /// Builds a store that grants the plugin nothing but bounded stdout/stderr, with the limits in force.
+///
+/// Everything the call logs (guest output, `host.log` lines) goes to `tracing` inside the caller's span, which
+/// names the plugin and the object.
 pub(crate) fn new_store(
     engine: &PluginEngine,
     limits: &Limits,
     reader: Arc<dyn ClusterReader>,
     spec: Option<Arc<ControllerSpec>>,
-    labels: CallLabels,
 ) -> Store<CallState> {
     let stdout = CapturedOutput::new(limits.max_output_bytes);
     let stderr = CapturedOutput::new(limits.max_output_bytes);
@@ -115,7 +107,6 @@ pub(crate) fn new_store(
         limiter: MemoryLimiter::new(limits.memory_bytes),
         reader,
         spec,
-        labels,
         log_lines: 0,
         stdout,
         stderr,
@@ -140,20 +131,16 @@ pub(crate) fn new_store(
 
 /// Forwards captured guest output to the log and returns stderr for panic extraction.
 pub(crate) fn drain_output(state: &CallState) -> String {
-    let plugin = state.labels.plugin.as_str();
-    let key = state.labels.key.as_str();
     let (stdout, stdout_dropped) = state.stdout.take();
     for line in stdout.lines().filter(|line| !line.trim().is_empty()) {
-        tracing::info!(plugin, key, stream = "stdout", "{line}");
+        tracing::info!(stream = "stdout", "{line}");
     }
     let (stderr, stderr_dropped) = state.stderr.take();
     for line in stderr.lines().filter(|line| !line.trim().is_empty()) {
-        tracing::warn!(plugin, key, stream = "stderr", "{line}");
+        tracing::warn!(stream = "stderr", "{line}");
     }
     if stdout_dropped + stderr_dropped > 0 {
         tracing::warn!(
-            plugin,
-            key,
             stdout_dropped,
             stderr_dropped,
             "plugin output over the limit was dropped"
@@ -161,8 +148,6 @@ pub(crate) fn drain_output(state: &CallState) -> String {
     }
     if state.log_lines > MAX_LOG_LINES {
         tracing::warn!(
-            plugin,
-            key,
             lines = state.log_lines,
             "plugin logged too many lines; the rest were dropped"
         );
@@ -192,15 +177,10 @@ pub(crate) fn classify(error: wasmtime::Error, state: &CallState, stderr: &str, 
 
 impl Plugin {
     /// Runs one reconcile on `view` in a fresh instance, with `reader` serving `get` and `list`.
-    pub fn reconcile(
-        &self,
-        view: &WorldView,
-        reader: Arc<dyn ClusterReader>,
-        labels: CallLabels,
-    ) -> Result<Outcome, ReconcileError> {
+    pub fn reconcile(&self, view: WorldView, reader: Arc<dyn ClusterReader>) -> Result<Outcome, ReconcileError> {
         let started = Instant::now();
-        let wire_view = outcome::encode_view(view);
-        let mut store = new_store(&self.engine, &self.limits, reader, Some(self.spec.clone()), labels);
+        let view = types::world_view(view);
+        let mut store = new_store(&self.engine, &self.limits, reader, Some(self.spec.clone()));
         let result = self
             .pre
             .instantiate(&mut store)
@@ -208,7 +188,7 @@ impl Plugin {
             .and_then(|bindings| {
                 bindings
                     .wasm_reconciler_plugin_controller()
-                    .call_reconcile(&mut store, &wire_view)
+                    .call_reconcile(&mut store, &view)
                     .map_err(|error| {
                         let stderr = drain_output(store.data());
                         classify(error, store.data(), &stderr, &self.limits)
@@ -217,7 +197,7 @@ impl Plugin {
         let result = match result {
             Ok(Ok(answer)) => {
                 drain_output(store.data());
-                outcome::decode(answer, &self.limits).map_err(ReconcileError::InvalidOutcome)
+                outcome::decode(types::outcome(answer), &self.limits).map_err(ReconcileError::InvalidOutcome)
             }
             Ok(Err(message)) => {
                 drain_output(store.data());
@@ -226,8 +206,6 @@ impl Plugin {
             Err(error) => Err(error),
         };
         tracing::trace!(
-            plugin = %store.data().labels.plugin,
-            key = %store.data().labels.key,
             elapsed_us = started.elapsed().as_micros() as u64,
             ok = result.is_ok(),
             "reconcile call finished"

@@ -1,8 +1,8 @@
-//! The host side of the `host` and `types` WIT interfaces: logging and read-only cluster access.
+//! The host side of the `host` WIT interface: logging and read-only cluster access.
 
-use super::bindings::wasm_reconciler::plugin::{host, types};
+use super::bindings::wasm_reconciler::plugin::{host, types as generated};
 use super::call::CallState;
-use super::contract::Gvk;
+use super::{Gvk, types};
 
 /// Where `get` and `list` read from: the controller runtime's caches, or a render fixture.
 ///
@@ -35,16 +35,6 @@ const MAX_LOG_LINE: usize = 4096;
 /// Log lines kept per call; the rest are counted and dropped.
 pub(crate) const MAX_LOG_LINES: u32 = 1000;
 
-impl From<types::Gvk> for Gvk {
-    fn from(gvk: types::Gvk) -> Self {
-        Gvk {
-            group: gvk.group,
-            version: gvk.version,
-            kind: gvk.kind,
-        }
-    }
-}
-
 /// The error a plugin gets when it reads a kind it did not declare.
 pub(crate) fn undeclared_kind_message(kind: &Gvk) -> String {
     format!("kind {kind} is not declared in the plugin's `owns` or `reads`; declare it in describe() to read it")
@@ -59,8 +49,6 @@ impl CallState {
         }
     }
 }
-
-impl types::Host for CallState {}
 
 impl host::Host for CallState {
     fn log(&mut self, level: host::Level, message: String) {
@@ -77,30 +65,28 @@ impl host::Host for CallState {
             message.truncate(cut);
             message.push('…');
         }
-        let plugin = self.labels.plugin.as_str();
-        let key = self.labels.key.as_str();
         match level {
-            host::Level::Trace => tracing::trace!(plugin, key, "{message}"),
-            host::Level::Debug => tracing::debug!(plugin, key, "{message}"),
-            host::Level::Info => tracing::info!(plugin, key, "{message}"),
-            host::Level::Warn => tracing::warn!(plugin, key, "{message}"),
-            host::Level::Error => tracing::error!(plugin, key, "{message}"),
+            host::Level::Trace => tracing::trace!("{message}"),
+            host::Level::Debug => tracing::debug!("{message}"),
+            host::Level::Info => tracing::info!("{message}"),
+            host::Level::Warn => tracing::warn!("{message}"),
+            host::Level::Error => tracing::error!("{message}"),
         }
     }
 
-    fn get(&mut self, kind: types::Gvk, namespace: Option<String>, name: String) -> Result<Option<String>, String> {
-        let kind = Gvk::from(kind);
+    fn get(&mut self, kind: generated::Gvk, namespace: Option<String>, name: String) -> Result<Option<String>, String> {
+        let kind = types::gvk(kind);
         self.check_readable(&kind)?;
         self.reader.get(&kind, namespace.as_deref(), &name)
     }
 
     fn list(
         &mut self,
-        kind: types::Gvk,
+        kind: generated::Gvk,
         namespace: Option<String>,
         label_selector: Option<String>,
     ) -> Result<Vec<String>, String> {
-        let kind = Gvk::from(kind);
+        let kind = types::gvk(kind);
         self.check_readable(&kind)?;
         self.reader.list(&kind, namespace.as_deref(), label_selector.as_deref())
     }

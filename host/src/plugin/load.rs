@@ -2,22 +2,17 @@
 //! contract version, pre-instantiate, and ask the plugin what it reconciles.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
 use super::bindings::ReconcilerPre;
-use super::call::{CallLabels, CallState, classify, drain_output, new_store};
-use super::contract::{ControllerSpec, Gvk};
+use super::call::{CallState, classify, drain_output, new_store};
 use super::engine::PluginEngine;
 use super::host_api::NoReads;
 use super::limits::Limits;
+use super::{ControllerSpec, Gvk, WIT_PACKAGE, WIT_VERSION, types};
 
-/// The WIT package plugins are built against.
-pub const WIT_PACKAGE: &str = "wasm-reconciler:plugin";
-/// The contract version this host implements.
-pub const WIT_VERSION: &str = "0.1.0";
 /// The interface every plugin exports.
 const EXPORTED_INTERFACE: &str = "wasm-reconciler:plugin/controller";
 
@@ -190,11 +185,8 @@ impl PluginEngine {
     }
 
     fn describe(&self, name: &str, pre: &ReconcilerPre<CallState>, limits: &Limits) -> Result<ControllerSpec> {
-        let labels = CallLabels {
-            plugin: name.to_string(),
-            key: String::new(),
-        };
-        let mut store = new_store(self, limits, Arc::new(NoReads), None, labels);
+        let _span = tracing::info_span!("describe", plugin = name).entered();
+        let mut store = new_store(self, limits, Arc::new(NoReads), None);
         let answer = pre
             .instantiate(&mut store)
             .and_then(|bindings| bindings.wasm_reconciler_plugin_controller().call_describe(&mut store))
@@ -203,7 +195,7 @@ impl PluginEngine {
                 LoadError::Describe(classify(error, store.data(), &stderr, limits))
             })?;
         drain_output(store.data());
-        check_spec(answer)
+        check_spec(types::controller_spec(answer))
     }
 }
 
@@ -246,7 +238,7 @@ fn supported_range() -> String {
     }
 }
 
-fn check_spec(answer: super::bindings::wasm_reconciler::plugin::types::ControllerSpec) -> Result<ControllerSpec> {
+fn check_spec(spec: ControllerSpec) -> Result<ControllerSpec> {
     let check_gvk = |what: &str, gvk: &Gvk| -> Result<()> {
         if gvk.version.is_empty() || gvk.kind.is_empty() {
             return Err(LoadError::InvalidSpec(format!(
@@ -255,38 +247,30 @@ fn check_spec(answer: super::bindings::wasm_reconciler::plugin::types::Controlle
         }
         Ok(())
     };
-    let primary = Gvk::from(answer.primary);
-    check_gvk("primary", &primary)?;
-    let owns: Vec<Gvk> = answer.owns.into_iter().map(Gvk::from).collect();
-    let reads: Vec<Gvk> = answer.reads.into_iter().map(Gvk::from).collect();
-    for gvk in &owns {
+    let primary = &spec.primary;
+    check_gvk("primary", primary)?;
+    for gvk in &spec.owns {
         check_gvk("owned", gvk)?;
-        if *gvk == primary {
+        if gvk == primary {
             return Err(LoadError::InvalidSpec(format!(
                 "the primary kind {primary} cannot also be owned"
             )));
         }
     }
-    for gvk in &reads {
+    for gvk in &spec.reads {
         check_gvk("read", gvk)?;
     }
-    if let Some(finalizer) = &answer.finalizer
+    if let Some(finalizer) = &spec.finalizer
         && !is_qualified_finalizer(finalizer)
     {
         return Err(LoadError::InvalidSpec(format!(
             "finalizer {finalizer:?} must be a domain-qualified name such as `example.com/cleanup`"
         )));
     }
-    if answer.resync_seconds == Some(0) {
+    if spec.resync_seconds == Some(0) {
         return Err(LoadError::InvalidSpec("resync-seconds must be at least 1".into()));
     }
-    Ok(ControllerSpec {
-        primary,
-        owns,
-        reads,
-        finalizer: answer.finalizer,
-        resync: answer.resync_seconds.map(|seconds| Duration::from_secs(seconds.into())),
-    })
+    Ok(spec)
 }
 
 /// `domain.tld/name`: what the API server accepts as a finalizer outside the `kubernetes` built-ins.

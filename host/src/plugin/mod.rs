@@ -3,11 +3,14 @@
 //! Data flow: bytes → [`PluginEngine::load`] (header check, compile through the [`ArtifactCache`], contract
 //! version check, `InstancePre`, `describe()`) → [`Plugin`] → [`Plugin::reconcile`] (fresh store with memory
 //! limit and deadline per call) → checked [`Outcome`] or a typed [`ReconcileError`].
+//!
+//! The contract's records ([`Gvk`], [`ControllerSpec`], [`WorldView`], [`Condition`], [`Event`]) come from
+//! `wasm-reconciler-contract`, the crate the guest SDK shares; [`Outcome`] is the host's checked form of the
+//! plugin's answer.
 
 mod artifact_cache;
 mod bindings;
 mod call;
-pub mod contract;
 mod engine;
 mod host_api;
 mod limits;
@@ -16,15 +19,19 @@ mod native;
 mod object_reader;
 mod outcome;
 mod output;
+mod types;
 
 pub use artifact_cache::{ArtifactCache, ArtifactCacheError};
-pub use call::{CallLabels, ReconcileError};
-pub use contract::{Condition, ConditionStatus, ControllerSpec, Event, EventType, Gvk, Outcome, WorldView};
+pub use call::ReconcileError;
 pub use engine::{EngineError, PluginEngine};
 pub use host_api::{ClusterReader, NoReads};
 pub use limits::Limits;
-pub use load::{LoadError, Plugin, WIT_PACKAGE, WIT_VERSION};
+pub use load::{LoadError, Plugin};
 pub use native::NativePlugin;
 pub use object_reader::ObjectReader;
 pub(crate) use object_reader::object_key;
-pub use outcome::RECONCILED_CONDITION;
+pub use outcome::Outcome;
+pub use wasm_reconciler_contract::{
+    Condition, ConditionStatus, ControllerSpec, Event, EventType, Gvk, RECONCILED_CONDITION, WIT_PACKAGE, WIT_VERSION,
+    WorldView,
+};

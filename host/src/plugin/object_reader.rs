@@ -3,7 +3,7 @@
 use serde_json::Value;
 use wasm_reconciler_apiserver::selector::LabelSelector;
 
-use super::contract::Gvk;
+use super::Gvk;
 use super::host_api::ClusterReader;
 
 /// Serves `get` and `list` from objects held in memory. An object without a namespace is visible from every

@@ -1,36 +1,64 @@
-//! Conversion between the host's contract types and the wire records: world views out, outcomes in.
+//! The host's checked form of a plugin's answer, and the checks that make it.
 //!
 //! Decoding is where a plugin's answer is checked: anything malformed becomes an `InvalidOutcome` message
 //! that names the offending part, never a panic.
 
 use std::time::Duration;
 
+use serde::Serialize;
 use serde_json::Value;
 
-use super::bindings::wasm_reconciler::plugin::types as wire;
-use super::contract::{Condition, ConditionStatus, Event, EventType, Outcome, WorldView};
 use super::limits::Limits;
+use super::{Condition, Event, RECONCILED_CONDITION};
 
-/// The condition type the host reserves for itself.
-pub const RECONCILED_CONDITION: &str = "Reconciled";
 /// Longest event note kept; Kubernetes refuses longer notes.
 const MAX_EVENT_NOTE: usize = 1024;
 /// Longest condition message Kubernetes accepts.
 const MAX_CONDITION_MESSAGE: usize = 32 * 1024;
 
-/// The wire form of a world view.
-pub(crate) fn encode_view(view: &WorldView) -> wire::WorldView {
-    wire::WorldView {
-        primary: view.primary.to_string(),
-        children: view.children.iter().map(Value::to_string).collect(),
-        config: view.config.to_string(),
-        deleting: view.deleting,
-        attempt: view.attempt,
+/// A plugin's decoded and checked answer for one primary.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    /// Full desired set of children, each an object with apiVersion, kind and metadata.name; `None` leaves
+    /// children alone.
+    pub children: Option<Vec<Value>>,
+    /// Object merged into `.status`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<Value>,
+    /// Conditions to merge.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// Events to record.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<Event>,
+    /// Requeue delay in milliseconds.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        rename = "requeueAfterMs",
+        with = "optional_millis"
+    )]
+    pub requeue_after: Option<Duration>,
+    /// Cleanup done; the finalizer may go.
+    pub finalized: bool,
+}
+
+/// Serialises an optional duration as milliseconds.
+mod optional_millis {
+    use std::time::Duration;
+
+    use serde::Serializer;
+
+    pub(super) fn serialize<S: Serializer>(value: &Option<Duration>, serializer: S) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(duration) => serializer.serialize_u64(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)),
+            None => serializer.serialize_none(),
+        }
     }
 }
 
 /// Checks and converts a plugin's answer.
-pub(crate) fn decode(answer: wire::Outcome, limits: &Limits) -> Result<Outcome, String> {
+pub(crate) fn decode(answer: wasm_reconciler_contract::Outcome, limits: &Limits) -> Result<Outcome, String> {
     let size = wire_size(&answer);
     if size > limits.max_outcome_bytes {
         return Err(format!(
@@ -61,12 +89,12 @@ pub(crate) fn decode(answer: wire::Outcome, limits: &Limits) -> Result<Outcome, 
     let conditions = answer
         .conditions
         .into_iter()
-        .map(decode_condition)
+        .map(check_condition)
         .collect::<Result<Vec<_>, _>>()?;
     let events = answer
         .events
         .into_iter()
-        .map(decode_event)
+        .map(check_event)
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Outcome {
         children,
@@ -78,13 +106,13 @@ pub(crate) fn decode(answer: wire::Outcome, limits: &Limits) -> Result<Outcome, 
     })
 }
 
-fn wire_size(answer: &wire::Outcome) -> usize {
+fn wire_size(answer: &wasm_reconciler_contract::Outcome) -> usize {
     let children: usize = answer.children.iter().flatten().map(String::len).sum();
     let status = answer.status.as_ref().map_or(0, String::len);
     let conditions: usize = answer
         .conditions
         .iter()
-        .map(|c| c.type_.len() + c.reason.len() + c.message.len())
+        .map(|c| c.condition_type.len() + c.reason.len() + c.message.len())
         .sum();
     let events: usize = answer.events.iter().map(|e| e.reason.len() + e.note.len()).sum();
     children + status + conditions + events
@@ -113,68 +141,46 @@ fn decode_child(index: usize, text: &str) -> Result<Value, String> {
     }
 }
 
-fn decode_condition(condition: wire::Condition) -> Result<Condition, String> {
-    if !is_camel_case_identifier(&condition.type_) {
-        return Err(format!(
-            "condition type {:?} must be a CamelCase identifier",
-            condition.type_
-        ));
+fn check_condition(condition: Condition) -> Result<Condition, String> {
+    let type_ = &condition.condition_type;
+    if !is_camel_case_identifier(type_) {
+        return Err(format!("condition type {type_:?} must be a CamelCase identifier"));
     }
-    if condition.type_ == RECONCILED_CONDITION {
+    if type_ == RECONCILED_CONDITION {
         return Err(format!(
             "condition type {RECONCILED_CONDITION:?} is reserved for the host"
         ));
     }
     if !is_condition_reason(&condition.reason) {
         return Err(format!(
-            "condition {} has reason {:?}; a reason must start with a letter and contain only letters, digits, `_`, `,` and `:`",
-            condition.type_, condition.reason
+            "condition {type_} has reason {:?}; a reason must start with a letter and contain only letters, digits, `_`, `,` and `:`",
+            condition.reason
         ));
     }
     if condition.message.len() > MAX_CONDITION_MESSAGE {
         return Err(format!(
-            "condition {} message is over {MAX_CONDITION_MESSAGE} bytes",
-            condition.type_
+            "condition {type_} message is over {MAX_CONDITION_MESSAGE} bytes"
         ));
     }
-    let status = match condition.status {
-        wire::ConditionStatus::True => ConditionStatus::True,
-        wire::ConditionStatus::False => ConditionStatus::False,
-        wire::ConditionStatus::Unknown => ConditionStatus::Unknown,
-    };
-    Ok(Condition {
-        type_: condition.type_,
-        status,
-        reason: condition.reason,
-        message: condition.message,
-    })
+    Ok(condition)
 }
 
-fn decode_event(event: wire::Event) -> Result<Event, String> {
+fn check_event(mut event: Event) -> Result<Event, String> {
     if !is_camel_case_identifier(&event.reason) {
         return Err(format!(
             "event reason {:?} must be a CamelCase identifier",
             event.reason
         ));
     }
-    let mut note = event.note;
-    if note.len() > MAX_EVENT_NOTE {
+    if event.note.len() > MAX_EVENT_NOTE {
         let mut cut = MAX_EVENT_NOTE - 3;
-        while !note.is_char_boundary(cut) {
+        while !event.note.is_char_boundary(cut) {
             cut -= 1;
         }
-        note.truncate(cut);
-        note.push_str("...");
+        event.note.truncate(cut);
+        event.note.push_str("...");
     }
-    let type_ = match event.type_ {
-        wire::EventType::Normal => EventType::Normal,
-        wire::EventType::Warning => EventType::Warning,
-    };
-    Ok(Event {
-        type_,
-        reason: event.reason,
-        note,
-    })
+    Ok(event)
 }
 
 /// `Ready`, `ScaledUp`: starts with a letter, letters and digits only, at most 128 characters.
@@ -211,10 +217,13 @@ fn json_type(value: &Value) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use wasm_reconciler_contract::Outcome as Answer;
 
-    fn answer() -> wire::Outcome {
-        wire::Outcome {
+    use super::*;
+    use crate::plugin::{ConditionStatus, EventType};
+
+    fn answer() -> Answer {
+        Answer {
             children: None,
             status: None,
             conditions: vec![],
@@ -224,29 +233,20 @@ mod tests {
         }
     }
 
-    fn condition(type_: &str, reason: &str) -> wire::Condition {
-        wire::Condition {
-            type_: type_.into(),
-            status: wire::ConditionStatus::True,
-            reason: reason.into(),
-            message: String::new(),
-        }
+    fn condition(type_: &str, reason: &str) -> Condition {
+        Condition::status_true(type_, reason, "")
     }
 
     #[test]
     fn decodes_a_full_outcome() {
         let outcome = decode(
-            wire::Outcome {
+            Answer {
                 children: Some(vec![
                     r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}"#.into(),
                 ]),
                 status: Some(r#"{"replicas":1}"#.into()),
                 conditions: vec![condition("Ready", "AllGood")],
-                events: vec![wire::Event {
-                    type_: wire::EventType::Normal,
-                    reason: "Created".into(),
-                    note: "x".into(),
-                }],
+                events: vec![Event::normal("Created", "x")],
                 requeue_after_ms: Some(250),
                 finalized: true,
             },
@@ -256,7 +256,7 @@ mod tests {
         assert_eq!(outcome.children.unwrap()[0]["metadata"]["name"], "a");
         assert_eq!(outcome.status.unwrap()["replicas"], 1);
         assert_eq!(outcome.conditions[0].status, ConditionStatus::True);
-        assert_eq!(outcome.events[0].type_, EventType::Normal);
+        assert_eq!(outcome.events[0].event_type, EventType::Normal);
         assert_eq!(outcome.requeue_after, Some(Duration::from_millis(250)));
         assert!(outcome.finalized);
     }
@@ -264,7 +264,7 @@ mod tests {
     #[test]
     fn none_children_differs_from_empty_children() {
         assert_eq!(decode(answer(), &Limits::default()).unwrap().children, None);
-        let empty = wire::Outcome {
+        let empty = Answer {
             children: Some(vec![]),
             ..answer()
         };
@@ -286,7 +286,7 @@ mod tests {
             ),
         ] {
             let error = decode(
-                wire::Outcome {
+                Answer {
                     children: Some(vec![child.into()]),
                     ..answer()
                 },
@@ -300,7 +300,7 @@ mod tests {
     #[test]
     fn rejects_non_object_status() {
         let error = decode(
-            wire::Outcome {
+            Answer {
                 status: Some("[]".into()),
                 ..answer()
             },
@@ -317,7 +317,7 @@ mod tests {
             ..Limits::default()
         };
         let error = decode(
-            wire::Outcome {
+            Answer {
                 status: Some(r#"{"a":"0123456789"}"#.into()),
                 ..answer()
             },
@@ -331,7 +331,7 @@ mod tests {
     fn checks_condition_types_and_reasons() {
         let decode_one = |c| {
             decode(
-                wire::Outcome {
+                Answer {
                     conditions: vec![c],
                     ..answer()
                 },
@@ -356,13 +356,9 @@ mod tests {
 
     #[test]
     fn long_event_notes_are_cut() {
-        let event = wire::Event {
-            type_: wire::EventType::Warning,
-            reason: "Oops".into(),
-            note: "é".repeat(1000),
-        };
+        let event = Event::warning("Oops", "é".repeat(1000));
         let outcome = decode(
-            wire::Outcome {
+            Answer {
                 events: vec![event],
                 ..answer()
             },

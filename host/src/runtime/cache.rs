@@ -4,19 +4,20 @@
 //! namespace), shared by every controller with the same namespaces: a namespaced plugin needs no cluster-wide
 //! list or watch permission. Cluster-scoped kinds are always watched whole.
 //!
-//! Objects are stored with `managedFields` stripped, both parsed and as JSON text (plugins receive JSON text,
-//! so each object is serialised once per change, not once per reconcile). The host's own writes are folded in
-//! as soon as the API server answers, so the next reconcile sees them before the watch delivers them; the
-//! watch event that follows carries the same resourceVersion and is then ignored.
+//! Each object is held once: as the JSON text plugins receive (`managedFields` stripped, serialised once per
+//! change, not once per reconcile), with the metadata the host decides on read out of it, typed ([`Meta`]). The
+//! host's own writes are folded in as soon as the API server answers, so the next reconcile sees them before the
+//! watch delivers them; the watch event that follows carries the same resourceVersion and is then ignored.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
 use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, TypeMeta};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event as WatchEvent, watcher};
 use serde_json::Value;
@@ -58,13 +59,6 @@ impl ObjectKey {
             name: name.to_owned(),
         }
     }
-
-    /// The key of a JSON object.
-    pub fn of(object: &Value) -> Option<Self> {
-        let metadata = object.get("metadata")?;
-        let name = metadata.get("name")?.as_str()?;
-        Some(Self::new(metadata.get("namespace").and_then(Value::as_str), name))
-    }
 }
 
 impl std::fmt::Display for ObjectKey {
@@ -76,56 +70,121 @@ impl std::fmt::Display for ObjectKey {
     }
 }
 
-/// One cached object.
-#[derive(Debug)]
-pub struct CachedObject {
-    /// The object, without managedFields.
-    pub value: Value,
-    /// The same object as JSON text.
-    pub json: Arc<str>,
-    /// Its key.
-    pub key: ObjectKey,
+/// A `metadata.resourceVersion`, as the cache orders versions of one object.
+///
+/// Since Kubernetes 1.35, resourceVersions of one resource type compare as integers: a larger number is a newer
+/// version (KEP-5504, "comparable resource version", a conformance requirement). The cache relies on that, and
+/// only within one kind, to keep a write it folded in from being replaced by an older watch event. A version that
+/// is not an integer (a server predating the rule, an aggregated API) is compared for equality only: whether it
+/// is newer is unknown, and the incoming version is taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResourceVersion {
+    /// A decimal integer, ordered.
+    Integer(u64),
+    /// Anything else, unordered.
+    Opaque(String),
+}
+
+impl ResourceVersion {
+    /// Reads a resourceVersion.
+    pub fn parse(text: &str) -> Self {
+        match text.parse() {
+            Ok(number) if text.bytes().all(|b| b.is_ascii_digit()) => Self::Integer(number),
+            _ => Self::Opaque(text.to_owned()),
+        }
+    }
+
+    /// Whether `self` is known to be older than `other` (both of the same object's kind).
+    pub fn is_older_than(&self, other: &Self) -> bool {
+        matches!((self, other), (Self::Integer(mine), Self::Integer(theirs)) if mine < theirs)
+    }
+}
+
+/// The metadata of a cached object that host decisions read, typed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Meta {
     /// `metadata.uid`.
     pub uid: String,
-    /// `metadata.resourceVersion` when numeric (it is for etcd and the embedded server).
-    pub resource_version: Option<u64>,
-    /// uid of the owner with `controller: true`, if any.
-    pub controller_uid: Option<String>,
+    /// `metadata.resourceVersion`.
+    pub resource_version: ResourceVersion,
+    /// `metadata.generation`.
+    pub generation: Option<i64>,
+    /// `metadata.deletionTimestamp` is set.
+    pub deleting: bool,
+    /// `metadata.finalizers`.
+    pub finalizers: Vec<String>,
+    /// `metadata.labels`, for label selectors.
+    pub labels: BTreeMap<String, String>,
+    /// The ownerReference with `controller: true`, if any.
+    pub controller: Option<OwnerReference>,
+}
+
+/// One cached object: its JSON text and its typed metadata.
+#[derive(Debug)]
+pub struct CachedObject {
+    /// Its key.
+    pub key: ObjectKey,
+    /// What the host reads of its metadata.
+    pub meta: Meta,
+    /// The object without `managedFields`, as JSON text: what plugins receive.
+    pub json: Arc<str>,
 }
 
 impl CachedObject {
-    /// Wraps an object read from the API server.
-    pub fn new(mut value: Value) -> Option<Self> {
-        if let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-            metadata.remove("managedFields");
-        }
-        let key = ObjectKey::of(&value)?;
-        let metadata = &value["metadata"];
-        let uid = metadata["uid"].as_str().unwrap_or_default().to_owned();
-        let resource_version = metadata["resourceVersion"].as_str().and_then(|rv| rv.parse().ok());
-        let controller_uid = metadata["ownerReferences"].as_array().and_then(|owners| {
-            owners
+    /// Wraps an object read from (or written to) the API server as a `gvk`; `None` without a name.
+    pub fn new(mut object: DynamicObject, gvk: &Gvk) -> Option<Self> {
+        let metadata = &mut object.metadata;
+        metadata.managed_fields = None;
+        let key = ObjectKey::new(metadata.namespace.as_deref(), metadata.name.as_deref()?);
+        let meta = Meta {
+            uid: metadata.uid.clone().unwrap_or_default(),
+            resource_version: ResourceVersion::parse(metadata.resource_version.as_deref().unwrap_or_default()),
+            generation: metadata.generation,
+            deleting: metadata.deletion_timestamp.is_some(),
+            finalizers: metadata.finalizers.clone().unwrap_or_default(),
+            labels: metadata.labels.clone().unwrap_or_default(),
+            controller: metadata
+                .owner_references
                 .iter()
-                .find(|owner| owner["controller"] == Value::Bool(true))
-                .and_then(|owner| owner["uid"].as_str().map(str::to_owned))
+                .flatten()
+                .find(|owner| owner.controller == Some(true))
+                .cloned(),
+        };
+        // List items come without apiVersion and kind; plugins always see both.
+        object.types.get_or_insert_with(|| TypeMeta {
+            api_version: gvk.api_version(),
+            kind: gvk.kind.clone(),
         });
-        let json = value.to_string().into();
-        Some(Self {
-            value,
-            json,
-            key,
-            uid,
-            resource_version,
-            controller_uid,
-        })
+        let json = serde_json::to_string(&object).ok()?.into();
+        Some(Self { key, meta, json })
     }
 
-    /// True when `self` is a newer (or unordered) version than `other`.
+    /// Wraps a JSON object of kind `gvk` (fixtures, tests); `None` when it is not an object with a name.
+    pub fn from_json(value: Value, gvk: &Gvk) -> Option<Self> {
+        Self::new(serde_json::from_value(value).ok()?, gvk)
+    }
+
+    /// The object, parsed.
+    pub fn value(&self) -> Value {
+        serde_json::from_str(&self.json).expect("cached objects are serialised JSON")
+    }
+
+    /// The object, parsed with typed metadata.
+    pub fn dynamic(&self) -> DynamicObject {
+        serde_json::from_str(&self.json).expect("cached objects are serialised objects")
+    }
+
+    /// Whether a label selector selects this object.
+    pub fn selected_by(&self, selector: &wasm_reconciler_apiserver::selector::LabelSelector) -> bool {
+        selector.matches_with(|key| self.meta.labels.get(key).map(String::as_str))
+    }
+
+    /// True when `self` may replace `other` in the cache: another incarnation of the name, or not known to be
+    /// older.
     fn supersedes(&self, other: &CachedObject) -> bool {
-        match (self.resource_version, other.resource_version) {
-            (Some(new), Some(old)) => new > old || self.uid != other.uid,
-            _ => true,
-        }
+        self.meta.uid != other.meta.uid
+            || (self.meta.resource_version != other.meta.resource_version
+                && !self.meta.resource_version.is_older_than(&other.meta.resource_version))
     }
 }
 
@@ -163,15 +222,21 @@ struct CacheState {
     by_controller: HashMap<String, HashSet<ObjectKey>>,
 }
 
+/// The uid of an object's controller, if it has one.
+fn controller_uid(object: &CachedObject) -> Option<&String> {
+    object.meta.controller.as_ref().map(|owner| &owner.uid)
+}
+
 impl CacheState {
     fn insert(&mut self, object: Arc<CachedObject>) -> Option<Arc<CachedObject>> {
         let old = self.objects.insert(object.key.clone(), object.clone());
-        if let Some(old_owner) = old.as_ref().and_then(|o| o.controller_uid.as_ref())
-            && Some(old_owner) != object.controller_uid.as_ref()
+        if let Some(old_owner) = old.as_deref().and_then(controller_uid)
+            && Some(old_owner) != controller_uid(&object)
         {
-            self.unindex(old_owner, &object.key);
+            let old_owner = old_owner.clone();
+            self.unindex(&old_owner, &object.key);
         }
-        if let Some(owner) = &object.controller_uid {
+        if let Some(owner) = controller_uid(&object) {
             self.by_controller
                 .entry(owner.clone())
                 .or_default()
@@ -182,7 +247,7 @@ impl CacheState {
 
     fn remove(&mut self, key: &ObjectKey) -> Option<Arc<CachedObject>> {
         let old = self.objects.remove(key)?;
-        if let Some(owner) = &old.controller_uid {
+        if let Some(owner) = controller_uid(&old) {
             self.unindex(owner, key);
         }
         Some(old)
@@ -314,8 +379,10 @@ impl KindCache {
     /// status it wrote itself, say). The response of a write can also carry someone else's concurrent change (a
     /// spec edit made while a reconcile ran); the watch event of that change is older than the folded-in object
     /// and will be dropped, so the writer must not be marked as having seen it.
-    pub fn record_write(&self, value: Value, seen_by: Option<u64>) {
-        let Some(object) = CachedObject::new(value) else { return };
+    pub fn record_write(&self, object: DynamicObject, seen_by: Option<u64>) {
+        let Some(object) = CachedObject::new(object, &self.gvk) else {
+            return;
+        };
         if !self.watches(object.key.namespace.as_deref()) {
             return;
         }
@@ -343,7 +410,7 @@ impl KindCache {
     pub fn record_delete(&self, key: &ObjectKey, uid: &str) {
         let old = {
             let mut state = self.write();
-            if state.objects.get(key).is_none_or(|cached| cached.uid != uid) {
+            if state.objects.get(key).is_none_or(|cached| cached.meta.uid != uid) {
                 return;
             }
             state.remove(key)
@@ -394,8 +461,10 @@ impl KindCache {
         }
     }
 
-    fn apply_watched(&self, value: Value) {
-        let Some(object) = CachedObject::new(value) else { return };
+    fn apply_watched(&self, object: DynamicObject) {
+        let Some(object) = CachedObject::new(object, &self.gvk) else {
+            return;
+        };
         let object = Arc::new(object);
         let old = {
             let mut state = self.write();
@@ -416,8 +485,11 @@ impl KindCache {
         });
     }
 
-    fn delete_watched(&self, value: &Value) {
-        let Some(key) = ObjectKey::of(value) else { return };
+    fn delete_watched(&self, object: &DynamicObject) {
+        let Some(name) = object.metadata.name.as_deref() else {
+            return;
+        };
+        let key = ObjectKey::new(object.metadata.namespace.as_deref(), name);
         let old = self.write().remove(&key);
         if old.is_some() {
             self.publish(&CacheChange {
@@ -431,8 +503,12 @@ impl KindCache {
 
     /// Replaces the contents after a (re)list of `within` (one namespace of the scope, or everything when
     /// `None`), telling subscribers what changed.
-    fn replace_all(&self, listed: Vec<Value>, within: Option<&str>) {
-        let fresh: Vec<Arc<CachedObject>> = listed.into_iter().filter_map(CachedObject::new).map(Arc::new).collect();
+    fn replace_all(&self, listed: Vec<DynamicObject>, within: Option<&str>) {
+        let fresh: Vec<Arc<CachedObject>> = listed
+            .into_iter()
+            .filter_map(|object| CachedObject::new(object, &self.gvk))
+            .map(Arc::new)
+            .collect();
         let mut changes = Vec::new();
         {
             let mut state = self.write();
@@ -455,7 +531,7 @@ impl KindCache {
             }
             for object in fresh {
                 let unchanged = state.objects.get(&object.key).is_some_and(|cached| {
-                    cached.resource_version.is_some() && cached.resource_version == object.resource_version
+                    cached.meta.uid == object.meta.uid && cached.meta.resource_version == object.meta.resource_version
                 });
                 if !unchanged {
                     let old = state.insert(object.clone());
@@ -630,7 +706,7 @@ async fn run_watch(client: Client, resource: ApiResource, gvk: Gvk, scope: Names
             .map(move |event| (namespace.clone(), event))
             .boxed()
     }));
-    let mut buffers: HashMap<Option<String>, Vec<Value>> = HashMap::new();
+    let mut buffers: HashMap<Option<String>, Vec<DynamicObject>> = HashMap::new();
     let mut failures = 0u32;
     while let Some((namespace, event)) = stream.next().await {
         let Some(cache) = cache.upgrade() else { return };
@@ -640,7 +716,7 @@ async fn run_watch(client: Client, resource: ApiResource, gvk: Gvk, scope: Names
                 match event {
                     WatchEvent::Init => buffers.entry(namespace).or_default().clear(),
                     WatchEvent::InitApply(object) => {
-                        buffers.entry(namespace).or_default().push(to_value(object, &gvk));
+                        buffers.entry(namespace).or_default().push(object);
                     }
                     WatchEvent::InitDone => {
                         let listed = buffers.remove(&namespace).unwrap_or_default();
@@ -654,8 +730,8 @@ async fn run_watch(client: Client, resource: ApiResource, gvk: Gvk, scope: Names
                             tracing::debug!(kind = %gvk, namespace, objects = count, "cache re-listed");
                         }
                     }
-                    WatchEvent::Apply(object) => cache.apply_watched(to_value(object, &gvk)),
-                    WatchEvent::Delete(object) => cache.delete_watched(&to_value(object, &gvk)),
+                    WatchEvent::Apply(object) => cache.apply_watched(object),
+                    WatchEvent::Delete(object) => cache.delete_watched(&object),
                 }
             }
             Err(error) => {
@@ -673,14 +749,28 @@ async fn run_watch(client: Client, resource: ApiResource, gvk: Gvk, scope: Names
     tokio::time::sleep(Duration::from_millis(10)).await;
 }
 
-fn to_value(object: DynamicObject, gvk: &Gvk) -> Value {
-    let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
-    if let Some(map) = value.as_object_mut() {
-        map.entry("apiVersion")
-            .or_insert_with(|| Value::String(gvk.api_version()));
-        map.entry("kind").or_insert_with(|| Value::String(gvk.kind.clone()));
+#[cfg(test)]
+impl KindCache {
+    /// A cache of `gvk` that no watch feeds, synced and empty: for tests of the code around caches.
+    pub(crate) fn detached(gvk: Gvk, namespaced: bool, namespaces: Namespaces) -> Arc<Self> {
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind));
+        Arc::new(KindCache {
+            gvk,
+            resource,
+            namespaced,
+            namespaces,
+            state: RwLock::default(),
+            synced: watch::channel(true).0,
+            subscribers: RwLock::default(),
+            next_subscriber: AtomicU64::new(0),
+            task: Mutex::new(None),
+        })
     }
-    value
+
+    /// Folds in a JSON object as if watched.
+    pub(crate) fn insert_json(&self, object: Value) {
+        self.apply_watched(serde_json::from_value(object).expect("a Kubernetes object"));
+    }
 }
 
 #[cfg(test)]
@@ -688,6 +778,10 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    fn config_map_kind() -> Gvk {
+        Gvk::new("", "v1", "ConfigMap")
+    }
 
     fn object(name: &str, rv: &str, owner: Option<&str>) -> Value {
         let mut value = json!({
@@ -702,39 +796,62 @@ mod tests {
         value
     }
 
-    #[test]
-    fn cached_objects_drop_managed_fields_and_index_their_controller() {
-        let cached = CachedObject::new(object("a", "7", Some("owner-1"))).unwrap();
-        assert!(cached.value["metadata"].get("managedFields").is_none());
-        assert!(!cached.json.contains("managedFields"));
-        assert_eq!(cached.resource_version, Some(7));
-        assert_eq!(cached.controller_uid.as_deref(), Some("owner-1"));
-        assert_eq!(cached.key.to_string(), "ns/a");
+    fn cached(value: Value) -> CachedObject {
+        CachedObject::from_json(value, &config_map_kind()).unwrap()
     }
 
     #[test]
-    fn older_versions_never_replace_newer_ones() {
-        let newer = CachedObject::new(object("a", "9", None)).unwrap();
-        let older = CachedObject::new(object("a", "8", None)).unwrap();
+    fn cached_objects_drop_managed_fields_and_read_their_metadata() {
+        let cached = cached(object("a", "7", Some("owner-1")));
+        assert!(cached.value()["metadata"].get("managedFields").is_none());
+        assert!(!cached.json.contains("managedFields"));
+        assert_eq!(cached.meta.resource_version, ResourceVersion::Integer(7));
+        assert_eq!(cached.meta.controller.as_ref().map(|o| o.uid.as_str()), Some("owner-1"));
+        assert_eq!(cached.key.to_string(), "ns/a");
+        assert_eq!(cached.meta.uid, "uid-a");
+        assert!(!cached.meta.deleting);
+    }
+
+    #[test]
+    fn list_items_get_their_kind() {
+        let bare = json!({"metadata": {"name": "a", "namespace": "ns", "resourceVersion": "1"}, "data": {"k": "v"}});
+        let cached = cached(bare);
+        assert_eq!(cached.value()["apiVersion"], "v1");
+        assert_eq!(cached.value()["kind"], "ConfigMap");
+        assert_eq!(cached.value()["data"]["k"], "v");
+    }
+
+    #[test]
+    fn integer_resource_versions_are_ordered() {
+        // Kubernetes 1.35 (KEP-5504): resourceVersions of one resource type compare as integers.
+        let newer = cached(object("a", "9", None));
+        let older = cached(object("a", "8", None));
         assert!(newer.supersedes(&older));
         assert!(!older.supersedes(&newer));
-        assert!(!newer.supersedes(&CachedObject::new(object("a", "9", None)).unwrap()));
+        assert!(!newer.supersedes(&cached(object("a", "9", None))));
+        assert!(ResourceVersion::parse("10").is_older_than(&ResourceVersion::parse("11")));
+        assert!(!ResourceVersion::parse("10").is_older_than(&ResourceVersion::parse("9")));
     }
 
-    /// A cache of ConfigMaps no watch feeds.
-    fn detached(namespaces: Namespaces) -> KindCache {
-        let gvk = Gvk::new("", "v1", "ConfigMap");
-        KindCache {
-            resource: ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "ConfigMap")),
-            gvk,
-            namespaced: true,
-            namespaces,
-            state: RwLock::default(),
-            synced: watch::channel(false).0,
-            subscribers: RwLock::default(),
-            next_subscriber: AtomicU64::new(0),
-            task: Mutex::new(None),
-        }
+    #[test]
+    fn opaque_resource_versions_are_only_told_apart() {
+        assert_eq!(ResourceVersion::parse("a7f"), ResourceVersion::Opaque("a7f".into()));
+        assert_eq!(ResourceVersion::parse("+7"), ResourceVersion::Opaque("+7".into()));
+        assert!(!ResourceVersion::parse("a7f").is_older_than(&ResourceVersion::parse("b00")));
+        assert!(!ResourceVersion::parse("3").is_older_than(&ResourceVersion::parse("b00")));
+        let first = cached(object("a", "x1", None));
+        let second = cached(object("a", "x0", None));
+        assert!(second.supersedes(&first), "an unordered version that differs is taken");
+        assert!(
+            !first.supersedes(&cached(object("a", "x1", None))),
+            "the same version is not"
+        );
+        let mut recreated = object("a", "1", None);
+        recreated["metadata"]["uid"] = json!("uid-other");
+        assert!(
+            cached(recreated).supersedes(&cached(object("a", "9", None))),
+            "a new incarnation always is"
+        );
     }
 
     fn in_namespace(namespace: &str, name: &str, rv: &str) -> Value {
@@ -743,17 +860,24 @@ mod tests {
         value
     }
 
+    fn dynamic(value: Value) -> DynamicObject {
+        serde_json::from_value(value).unwrap()
+    }
+
     #[test]
     fn a_relist_of_one_namespace_replaces_only_that_namespace() {
-        let cache = detached(Some(["a".to_owned(), "b".to_owned()].into()));
+        let cache = KindCache::detached(config_map_kind(), true, Some(["a".to_owned(), "b".to_owned()].into()));
         cache.replace_all(
-            vec![in_namespace("a", "x", "1"), in_namespace("a", "y", "2")],
+            vec![
+                dynamic(in_namespace("a", "x", "1")),
+                dynamic(in_namespace("a", "y", "2")),
+            ],
             Some("a"),
         );
-        cache.replace_all(vec![in_namespace("b", "z", "3")], Some("b"));
+        cache.replace_all(vec![dynamic(in_namespace("b", "z", "3"))], Some("b"));
         assert_eq!(cache.len(), 3);
         // `y` went while namespace a's watch was down; b's object stays.
-        cache.replace_all(vec![in_namespace("a", "x", "1")], Some("a"));
+        cache.replace_all(vec![dynamic(in_namespace("a", "x", "1"))], Some("a"));
         let mut keys: Vec<String> = cache.list(None).iter().map(|o| o.key.to_string()).collect();
         keys.sort();
         assert_eq!(keys, ["a/x", "b/z"]);
@@ -761,25 +885,36 @@ mod tests {
 
     #[test]
     fn a_scoped_cache_ignores_writes_outside_its_namespaces() {
-        let cache = detached(Some(["a".to_owned()].into()));
+        let cache = KindCache::detached(config_map_kind(), true, Some(["a".to_owned()].into()));
         assert!(cache.watches(Some("a")));
         assert!(!cache.watches(Some("b")));
-        cache.record_write(in_namespace("b", "x", "1"), None);
-        cache.record_write(in_namespace("a", "x", "1"), None);
+        cache.record_write(dynamic(in_namespace("b", "x", "1")), None);
+        cache.record_write(dynamic(in_namespace("a", "x", "1")), None);
         assert_eq!(cache.list(None).len(), 1);
-        assert!(detached(None).watches(Some("b")));
+        assert!(KindCache::detached(config_map_kind(), true, None).watches(Some("b")));
     }
 
     #[test]
     fn controller_index_follows_ownership_changes() {
         let mut state = CacheState::default();
-        state.insert(Arc::new(CachedObject::new(object("a", "1", Some("o1"))).unwrap()));
-        state.insert(Arc::new(CachedObject::new(object("b", "2", Some("o1"))).unwrap()));
+        state.insert(Arc::new(cached(object("a", "1", Some("o1")))));
+        state.insert(Arc::new(cached(object("b", "2", Some("o1")))));
         assert_eq!(state.by_controller["o1"].len(), 2);
-        state.insert(Arc::new(CachedObject::new(object("a", "3", Some("o2"))).unwrap()));
+        state.insert(Arc::new(cached(object("a", "3", Some("o2")))));
         assert_eq!(state.by_controller["o1"].len(), 1);
         assert_eq!(state.by_controller["o2"].len(), 1);
         state.remove(&ObjectKey::new(Some("ns"), "b"));
         assert!(!state.by_controller.contains_key("o1"));
+    }
+
+    #[test]
+    fn label_selectors_read_the_typed_labels() {
+        let mut labelled = object("a", "1", None);
+        labelled["metadata"]["labels"] = json!({"tier": "web"});
+        let labelled = cached(labelled);
+        let selector = |text: &str| wasm_reconciler_apiserver::selector::LabelSelector::parse(text).unwrap();
+        assert!(labelled.selected_by(&selector("tier=web")));
+        assert!(labelled.selected_by(&selector("")));
+        assert!(!labelled.selected_by(&selector("tier in (db)")));
     }
 }

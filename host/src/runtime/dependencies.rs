@@ -127,7 +127,7 @@ impl Dependencies {
                         && [&change.old, &change.new]
                             .into_iter()
                             .flatten()
-                            .any(|object| selector.matches(&object.value))
+                            .any(|object| object.selected_by(selector))
                 });
                 if hit {
                     affected.insert(primary.clone());
@@ -149,8 +149,11 @@ mod tests {
 
     fn secret(name: &str, labels: serde_json::Value) -> Arc<CachedObject> {
         Arc::new(
-            CachedObject::new(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "ns", "uid": name, "labels": labels}}))
-                .unwrap(),
+            CachedObject::from_json(
+                json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "ns", "uid": name, "labels": labels}}),
+                &Gvk::new("", "v1", "Secret"),
+            )
+            .unwrap(),
         )
     }
 

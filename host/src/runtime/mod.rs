@@ -1,16 +1,17 @@
-//! Controller runtime: shared informer caches, the workqueue, world-view assembly, dependency tracking from
-//! reads, and one controller per plugin.
+//! What the host observes and schedules: shared informer caches, the workqueue, world-view assembly and dependency
+//! tracking from reads.
 //!
-//! Data flow: watch events → [`cache`] → subscribers enqueue keys in the [`workqueue`] → [`controller`] workers
-//! build the world view, call the plugin, and hand its outcome to [`crate::apply`].
+//! Data flow: watch events → [`cache`] → subscribers (controllers) enqueue keys in a [`workqueue`] → a worker
+//! assembles the [`world_view`] from the caches, serves the plugin's reads through a [`CacheReader`] and records
+//! them in the controller's [`Dependencies`].
 
 pub mod cache;
-pub mod controller;
 mod dependencies;
-pub mod manager;
 mod reader;
 pub mod workqueue;
+pub mod world_view;
 
-pub use cache::{Caches, KindCache, ObjectKey};
-pub use controller::{Controller, ControllerOptions, Logic, Version};
-pub use manager::{Manager, UpdateError, UpdateResult};
+pub use cache::{CacheChange, CachedObject, Caches, KindCache, Meta, ObjectKey, ResourceVersion, Subscription};
+pub use dependencies::{Dependencies, Read};
+pub use reader::CacheReader;
+pub use workqueue::{Completion, QueueConfig, QueueMetrics, Source, WorkQueue};

@@ -82,7 +82,7 @@ impl ClusterReader for CacheReader {
         let mut objects: Vec<_> = cache
             .list(namespace)
             .into_iter()
-            .filter(|object| selector.matches(&object.value))
+            .filter(|object| object.selected_by(&selector))
             .collect();
         objects.sort_by(|a, b| a.key.cmp(&b.key));
         self.record(Read::List {

@@ -39,10 +39,13 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::fmt;
 use std::hash::Hash;
+use std::ops::{Deref, DerefMut};
 use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -97,6 +100,16 @@ pub enum Source {
 }
 
 impl Source {
+    /// Lower-case name, for logs: `change`, `resync`, `requeue`, `retry`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Change => "change",
+            Self::Resync => "resync",
+            Self::Requeue => "requeue",
+            Self::Retry => "retry",
+        }
+    }
+
     /// Whether keys added with this source are handed out before low-priority ones.
     pub fn is_high_priority(self) -> bool {
         matches!(self, Source::Change)
@@ -108,7 +121,8 @@ impl Source {
     }
 }
 
-/// How the processing of a handed-out key ended; passed to [`WorkQueue::done`].
+/// How the processing of a handed-out key ended: the one result of a reconcile, passed to [`WorkQueue::done`] and
+/// recorded in the metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Completion {
     /// Reconciled: the failure count resets; with `requeue_after` the key comes back as a [`Source::Requeue`].
@@ -117,10 +131,47 @@ pub enum Completion {
         requeue_after: Option<Duration>,
     },
     /// Failed: the failure count grows and the key comes back as a [`Source::Retry`] after the backoff delay.
-    Failure,
+    Failure {
+        /// CamelCase reason, the one reported on the object's `Reconciled` condition (`PluginError`, `Timeout`, …).
+        reason: &'static str,
+    },
     /// Lost an optimistic-concurrency race (HTTP 409): back as a [`Source::Requeue`] after `backoff_base`, with
     /// the failure count unchanged.
     Conflict,
+}
+
+impl Completion {
+    /// A success with no requeue.
+    pub const DONE: Self = Self::Success { requeue_after: None };
+
+    /// The `result` label of the reconcile metrics: `success`, `error` or `conflict`.
+    pub fn result(&self) -> &'static str {
+        match self {
+            Self::Success { .. } => "success",
+            Self::Failure { .. } => "error",
+            Self::Conflict => "conflict",
+        }
+    }
+
+    /// The failure reason, for failures.
+    pub fn reason(&self) -> Option<&'static str> {
+        match self {
+            Self::Failure { reason } => Some(reason),
+            Self::Success { .. } | Self::Conflict => None,
+        }
+    }
+}
+
+/// Where a queue reports its depth and counters (Prometheus series, typically one per plugin). Clones share the
+/// series; the default is a set of fresh, unregistered ones.
+#[derive(Debug, Clone, Default)]
+pub struct QueueMetrics {
+    /// Ready plus scheduled keys, kept current on every change.
+    pub depth: Gauge,
+    /// Accepted `add` and `add_after` calls, counted before deduplication.
+    pub adds: Counter,
+    /// Failures, each of which scheduled a backoff retry.
+    pub retries: Counter,
 }
 
 /// A key handed out by [`WorkQueue::next`]; it stays in flight until [`WorkQueue::done`].
@@ -191,6 +242,11 @@ where
 {
     /// Creates an empty queue.
     pub fn new(config: QueueConfig) -> Self {
+        Self::with_metrics(config, QueueMetrics::default())
+    }
+
+    /// Creates an empty queue that reports to `metrics`.
+    pub fn with_metrics(config: QueueConfig, metrics: QueueMetrics) -> Self {
         let state = State {
             config,
             keys: HashMap::new(),
@@ -201,8 +257,7 @@ where
             ready: 0,
             scheduled: 0,
             in_flight: 0,
-            adds_total: 0,
-            retries_total: 0,
+            metrics,
             conflicts_total: 0,
             shut_down: false,
         };
@@ -220,7 +275,7 @@ where
         if state.shut_down {
             return;
         }
-        state.adds_total += 1;
+        state.metrics.adds.inc();
         let wake = state.add_now(&key, source, Instant::now());
         drop(state);
         if wake {
@@ -235,7 +290,7 @@ where
         if state.shut_down {
             return;
         }
-        state.adds_total += 1;
+        state.metrics.adds.inc();
         let now = Instant::now();
         let wake = state.add_at(&key, deadline_after(now, delay), source, now);
         drop(state);
@@ -321,12 +376,12 @@ where
 
     /// Accepted `add` and `add_after` calls, counted before deduplication.
     pub fn adds_total(&self) -> u64 {
-        self.lock().adds_total
+        self.lock().metrics.adds.get()
     }
 
     /// Failures, each of which scheduled a backoff retry.
     pub fn retries_total(&self) -> u64 {
-        self.lock().retries_total
+        self.lock().metrics.retries.get()
     }
 
     /// All gauges and counters at once.
@@ -367,10 +422,34 @@ where
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State<K>> {
+    fn lock(&self) -> StateGuard<'_, K> {
         // The state is updated without panicking code between invariant-breaking steps, so a poisoned lock
         // still holds consistent data.
-        self.shared.state.lock().unwrap_or_else(PoisonError::into_inner)
+        StateGuard(self.shared.state.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// The locked state; publishes the depth when released, so every change reaches the gauge.
+struct StateGuard<'a, K>(MutexGuard<'a, State<K>>);
+
+impl<K> Deref for StateGuard<'_, K> {
+    type Target = State<K>;
+
+    fn deref(&self) -> &State<K> {
+        &self.0
+    }
+}
+
+impl<K> DerefMut for StateGuard<'_, K> {
+    fn deref_mut(&mut self) -> &mut State<K> {
+        &mut self.0
+    }
+}
+
+impl<K> Drop for StateGuard<'_, K> {
+    fn drop(&mut self) {
+        let depth = self.0.ready + self.0.scheduled;
+        self.0.metrics.depth.set(i64::try_from(depth).unwrap_or(i64::MAX));
     }
 }
 
@@ -393,8 +472,7 @@ struct State<K> {
     ready: usize,
     scheduled: usize,
     in_flight: usize,
-    adds_total: u64,
-    retries_total: u64,
+    metrics: QueueMetrics,
     conflicts_total: u64,
     shut_down: bool,
 }
@@ -475,8 +553,8 @@ impl<K> State<K> {
             ready: self.ready,
             scheduled: self.scheduled,
             in_flight: self.in_flight,
-            adds_total: self.adds_total,
-            retries_total: self.retries_total,
+            adds_total: self.metrics.adds.get(),
+            retries_total: self.metrics.retries.get(),
             conflicts_total: self.conflicts_total,
         }
     }
@@ -666,12 +744,12 @@ where
                     wake |= self.add_at(key, deadline_after(now, delay), Source::Requeue, now);
                 }
             }
-            Completion::Failure => {
+            Completion::Failure { .. } => {
                 entry.failures = entry.failures.saturating_add(1);
                 let failures = entry.failures;
                 let delay = self.config.backoff_for(failures);
                 let at = deadline_after(now, delay);
-                self.retries_total += 1;
+                self.metrics.retries.inc();
                 tracing::debug!(
                     key = ?key,
                     failures,
@@ -754,6 +832,9 @@ mod tests {
     use tokio::time::{advance, sleep, timeout};
 
     use super::*;
+
+    /// A failed reconcile.
+    const FAILURE: Completion = Completion::Failure { reason: "PluginError" };
 
     /// Longer than any wait in these tests; a hung `next()` fails at this (virtual) deadline instead of hanging.
     const NEVER: Duration = Duration::from_secs(60 * 60 * 24 * 365);
@@ -932,7 +1013,7 @@ mod tests {
 
         let mut expected = ms(5);
         for failures in 1..=25 {
-            queue.done(&"k", Completion::Failure);
+            queue.done(&"k", FAILURE);
             assert_eq!(queue.attempts(&"k"), failures);
             assert!(queue.try_next().is_none(), "retry {failures} is not due yet");
             let (item, waited) = next_with_wait(&queue).await;
@@ -948,7 +1029,7 @@ mod tests {
         queue.add("k", Source::Change);
         let (item, _) = next_with_wait(&queue).await;
         assert_eq!(item.attempt, 0);
-        queue.done(&"k", Completion::Failure);
+        queue.done(&"k", FAILURE);
         let (item, waited) = next_with_wait(&queue).await;
         assert_eq!(
             (item.attempt, waited),
@@ -963,7 +1044,7 @@ mod tests {
         queue.add("failing", Source::Change);
         queue.add("healthy", Source::Change);
         drain(&queue);
-        queue.done(&"failing", Completion::Failure);
+        queue.done(&"failing", FAILURE);
         queue.done(&"healthy", Completion::Success { requeue_after: None });
         assert_eq!((queue.attempts(&"failing"), queue.attempts(&"healthy")), (1, 0));
         queue.add("healthy", Source::Resync);
@@ -975,10 +1056,10 @@ mod tests {
         let queue = queue();
         queue.add("k", Source::Change);
         drain(&queue);
-        queue.done(&"k", Completion::Failure);
+        queue.done(&"k", FAILURE);
         let (_, waited) = next_with_wait(&queue).await;
         assert_eq!(waited, ms(5));
-        queue.done(&"k", Completion::Failure);
+        queue.done(&"k", FAILURE);
         advance(ms(3)).await;
 
         queue.add("k", Source::Change);
@@ -986,7 +1067,7 @@ mod tests {
         assert_eq!((item.attempt, item.source), (2, Source::Change));
         assert_eq!(queue.len(), 0, "the pending retry is gone");
 
-        queue.done(&"k", Completion::Failure);
+        queue.done(&"k", FAILURE);
         assert_eq!(queue.attempts(&"k"), 3);
         let (item, waited) = next_with_wait(&queue).await;
         assert_eq!((item.attempt, item.source, waited), (3, Source::Retry, ms(20)));
@@ -997,7 +1078,7 @@ mod tests {
         let queue = queue();
         queue.add("k", Source::Change);
         drain(&queue);
-        queue.done(&"k", Completion::Failure);
+        queue.done(&"k", FAILURE);
         queue.add("k", Source::Resync);
         queue.add("k", Source::Requeue);
         queue.add_after("k", ms(1), Source::Resync);
@@ -1017,9 +1098,9 @@ mod tests {
         let queue = queue();
         queue.add("k", Source::Change);
         drain(&queue);
-        queue.done(&"k", Completion::Failure);
+        queue.done(&"k", FAILURE);
         next_with_wait(&queue).await;
-        queue.done(&"k", Completion::Failure);
+        queue.done(&"k", FAILURE);
         queue.add_after("k", ms(4), Source::Change);
         let (item, waited) = next_with_wait(&queue).await;
         assert_eq!((item.source, item.attempt, waited), (Source::Change, 2, ms(4)));
@@ -1031,7 +1112,7 @@ mod tests {
         queue.add("k", Source::Change);
         drain(&queue);
         queue.add("k", Source::Change);
-        queue.done(&"k", Completion::Failure);
+        queue.done(&"k", FAILURE);
         let item = queue
             .try_next()
             .expect("the change made during processing runs at once");
@@ -1049,7 +1130,7 @@ mod tests {
         queue.add("k", Source::Change);
         drain(&queue);
         queue.add("k", Source::Resync);
-        queue.done(&"k", Completion::Failure);
+        queue.done(&"k", FAILURE);
         assert!(queue.try_next().is_none());
         let (item, waited) = next_with_wait(&queue).await;
         assert_eq!((item.source, item.attempt, waited), (Source::Retry, 1, ms(5)));
@@ -1062,7 +1143,7 @@ mod tests {
         let queue = queue();
         queue.add("k", Source::Change);
         drain(&queue);
-        queue.done(&"k", Completion::Failure);
+        queue.done(&"k", FAILURE);
         let (_, waited) = next_with_wait(&queue).await;
         assert_eq!(waited, ms(5));
 
@@ -1075,7 +1156,7 @@ mod tests {
         assert_eq!(queue.stats().conflicts_total, 3);
         assert_eq!(queue.retries_total(), 1);
 
-        queue.done(&"k", Completion::Failure);
+        queue.done(&"k", FAILURE);
         let (item, waited) = next_with_wait(&queue).await;
         assert_eq!(
             (item.attempt, waited),
@@ -1214,7 +1295,7 @@ mod tests {
         let queue = queue();
         queue.add("k", Source::Change);
         drain(&queue);
-        queue.done(&"k", Completion::Failure);
+        queue.done(&"k", FAILURE);
         assert_eq!((queue.attempts(&"k"), queue.len()), (1, 1));
         queue.forget(&"k");
         assert_eq!((queue.attempts(&"k"), queue.len()), (0, 0));
@@ -1232,16 +1313,16 @@ mod tests {
         queue.forget(&"ready");
         assert_eq!(queue.in_flight(), 1);
         assert_eq!(drain(&queue), [("ready", Source::Change)]);
-        queue.done(&"flying", Completion::Failure);
+        queue.done(&"flying", FAILURE);
         assert_eq!(queue.attempts(&"flying"), 1);
     }
 
     #[tokio::test(start_paused = true)]
     async fn done_for_a_key_not_in_flight_is_ignored() {
         let queue = queue();
-        queue.done(&"unknown", Completion::Failure);
+        queue.done(&"unknown", FAILURE);
         queue.add("ready", Source::Change);
-        queue.done(&"ready", Completion::Failure);
+        queue.done(&"ready", FAILURE);
         assert_eq!(queue.attempts(&"unknown"), 0);
         assert_eq!(queue.attempts(&"ready"), 0);
         assert_eq!(
@@ -1370,7 +1451,7 @@ mod tests {
         queue.add_after("c", ms(10), Source::Resync);
         drain(&queue);
         queue.add("d", Source::Change);
-        queue.done(&"a", Completion::Failure);
+        queue.done(&"a", FAILURE);
         queue.done(&"b", Completion::Conflict);
         assert_eq!(
             queue.stats(),
@@ -1490,7 +1571,7 @@ mod tests {
                 observed.in_flight.remove(&key);
                 observed.covered[key] = observed.covered[key].max(adds_seen);
                 match rng.below(20) {
-                    0..=2 if item.attempt < 3 => Completion::Failure,
+                    0..=2 if item.attempt < 3 => FAILURE,
                     3 => Completion::Conflict,
                     4 if observed.requeues_left > 0 => {
                         observed.requeues_left -= 1;
@@ -1645,5 +1726,25 @@ mod tests {
             worker.await.expect("worker finished");
         }
         assert_stress_outcome(&queue, &observed);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn metrics_follow_depth_adds_and_retries() {
+        let metrics = QueueMetrics::default();
+        let queue = WorkQueue::with_metrics(QueueConfig::default(), metrics.clone());
+        queue.add("a", Source::Change);
+        queue.add("a", Source::Change);
+        queue.add_after("b", ms(10), Source::Requeue);
+        assert_eq!(metrics.adds.get(), 3, "adds count before deduplication");
+        assert_eq!(metrics.depth.get(), 2, "one ready, one scheduled");
+        let item = queue.next().await.unwrap();
+        assert_eq!(metrics.depth.get(), 1, "a handed-out key leaves the depth");
+        queue.done(&item.key, FAILURE);
+        assert_eq!(metrics.retries.get(), 1);
+        assert_eq!(metrics.depth.get(), 2, "the retry is scheduled");
+        assert_eq!(Completion::Conflict.result(), "conflict");
+        assert_eq!(FAILURE.result(), "error");
+        assert_eq!(FAILURE.reason(), Some("PluginError"));
+        assert_eq!(Completion::DONE.reason(), None);
     }
 }

@@ -12,6 +12,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
+use crate::runtime::{Completion, QueueMetrics};
+
 /// Prefix of every metric name (`wasm_reconciler_reconcile_total`, ...).
 const PREFIX: &str = "wasm_reconciler";
 
@@ -27,36 +29,8 @@ pub const REASON_MEMORY_EXHAUSTED: &str = "MemoryExhausted";
 /// Failure reason recorded when an error was reported without one.
 const REASON_UNKNOWN: &str = "Unknown";
 
-/// How one reconcile ended, the `result` label of `wasm_reconciler_reconcile_total`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ReconcileResult {
-    /// The outcome was applied.
-    Success,
-    /// The plugin or the API server failed; the key backs off.
-    Error,
-    /// An optimistic-concurrency conflict (409); the key is re-queued quietly.
-    Conflict,
-}
-
-impl ReconcileResult {
-    /// Every result, for removing a plugin's series.
-    const ALL: [Self; 3] = [Self::Success, Self::Error, Self::Conflict];
-
-    /// The label value: `success`, `error` or `conflict`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Success => "success",
-            Self::Error => "error",
-            Self::Conflict => "conflict",
-        }
-    }
-}
-
-impl fmt::Display for ReconcileResult {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// Label values of `wasm_reconciler_reconcile_total`, for removing a plugin's series.
+const RECONCILE_RESULTS: [&str; 3] = ["success", "error", "conflict"];
 
 /// Label values of `wasm_reconciler_plugin_loads_total`.
 const LOAD_RESULTS: [&str; 2] = ["loaded", "refused"];
@@ -152,7 +126,7 @@ impl Metrics {
         registry.register(
             "reconcile_errors",
             "Failed reconciles, by plugin and reason (PluginError, PluginTrapped, Timeout, MemoryExhausted, \
-             InvalidOutcome, ScopeDenied, ApiError, ...)",
+             InvalidOutcome, ScopeDenied, ApplyFailed, ...)",
             reconcile_errors.clone(),
         );
         let reconcile_duration = DurationFamily::new_with_constructor(duration_histogram);
@@ -238,27 +212,26 @@ impl Metrics {
 
     /// Records one finished reconcile and how long it took.
     ///
-    /// `reason` is the CamelCase reason of a failure (as on the object's `Reconciled` condition) and is read only
-    /// when `result` is [`ReconcileResult::Error`]: it counts in `reconcile_errors_total` (as `Unknown` when
-    /// absent), and [`REASON_TIMEOUT`] and [`REASON_MEMORY_EXHAUSTED`] also count in `plugin_timeouts_total` and
+    /// A failure's reason (as on the object's `Reconciled` condition) counts in `reconcile_errors_total`;
+    /// [`REASON_TIMEOUT`] and [`REASON_MEMORY_EXHAUSTED`] also count in `plugin_timeouts_total` and
     /// `plugin_memory_exhausted_total`.
-    pub fn record_reconcile(&self, plugin: &str, result: ReconcileResult, reason: Option<&str>, duration: Duration) {
+    pub fn record_reconcile(&self, plugin: &str, completion: &Completion, duration: Duration) {
         let inner = &self.inner;
         inner
             .reconcile
             .get_or_create(&PluginResultLabels {
                 plugin: plugin.to_owned(),
-                result: result.as_str(),
+                result: completion.result(),
             })
             .inc();
         inner
             .reconcile_duration
             .get_or_create(&plugin_labels(plugin))
             .observe(duration.as_secs_f64());
-        if result != ReconcileResult::Error {
+        let Completion::Failure { reason } = completion else {
             return;
-        }
-        let reason = reason.unwrap_or(REASON_UNKNOWN);
+        };
+        let reason = if reason.is_empty() { REASON_UNKNOWN } else { reason };
         self.with_series(plugin, |series| {
             if !series.reasons.contains(reason) {
                 series.reasons.insert(reason.to_owned());
@@ -285,22 +258,16 @@ impl Metrics {
         }
     }
 
-    /// Sets how many keys wait in the plugin's workqueue.
-    pub fn set_queue_depth(&self, plugin: &str, depth: usize) {
-        self.inner
-            .workqueue_depth
-            .get_or_create(&plugin_labels(plugin))
-            .set(saturating_i64(depth));
-    }
-
-    /// Counts a key added to the plugin's workqueue.
-    pub fn record_queue_add(&self, plugin: &str) {
-        self.inner.workqueue_adds.get_or_create(&plugin_labels(plugin)).inc();
-    }
-
-    /// Counts a key re-queued with back-off after a failure.
-    pub fn record_queue_retry(&self, plugin: &str) {
-        self.inner.workqueue_retries.get_or_create(&plugin_labels(plugin)).inc();
+    /// The series `plugin`'s workqueue reports to (`workqueue_depth`, `workqueue_adds_total`,
+    /// `workqueue_retries_total`); the queue keeps them current itself.
+    pub fn queue_metrics(&self, plugin: &str) -> QueueMetrics {
+        let labels = plugin_labels(plugin);
+        let inner = &self.inner;
+        QueueMetrics {
+            depth: inner.workqueue_depth.get_or_create(&labels).clone(),
+            adds: inner.workqueue_adds.get_or_create(&labels).clone(),
+            retries: inner.workqueue_retries.get_or_create(&labels).clone(),
+        }
     }
 
     /// Counts a plugin version that was validated: `loaded` when it now serves, `refused` when it was rejected.
@@ -339,10 +306,10 @@ impl Metrics {
             .unwrap_or_else(PoisonError::into_inner)
             .remove(plugin)
             .unwrap_or_default();
-        for result in ReconcileResult::ALL {
+        for result in RECONCILE_RESULTS {
             inner.reconcile.remove(&PluginResultLabels {
                 plugin: plugin.to_owned(),
-                result: result.as_str(),
+                result,
             });
         }
         for reason in series.reasons {
@@ -412,6 +379,10 @@ fn saturating_i64(value: usize) -> i64 {
 mod tests {
     use super::*;
 
+    fn failed(reason: &'static str) -> Completion {
+        Completion::Failure { reason }
+    }
+
     /// The sample lines of the exposition (no `#` metadata).
     fn samples(metrics: &Metrics) -> Vec<String> {
         metrics
@@ -445,21 +416,12 @@ mod tests {
     #[test]
     fn every_metric_has_its_name_and_type_once_recorded() {
         let metrics = Metrics::new();
-        metrics.record_reconcile(
-            "p",
-            ReconcileResult::Error,
-            Some(REASON_TIMEOUT),
-            Duration::from_secs(1),
-        );
-        metrics.record_reconcile(
-            "p",
-            ReconcileResult::Error,
-            Some(REASON_MEMORY_EXHAUSTED),
-            Duration::ZERO,
-        );
-        metrics.set_queue_depth("p", 0);
-        metrics.record_queue_add("p");
-        metrics.record_queue_retry("p");
+        metrics.record_reconcile("p", &failed(REASON_TIMEOUT), Duration::from_secs(1));
+        metrics.record_reconcile("p", &failed(REASON_MEMORY_EXHAUSTED), Duration::ZERO);
+        let queue = metrics.queue_metrics("p");
+        queue.depth.set(0);
+        queue.adds.inc();
+        queue.retries.inc();
         metrics.record_plugin_load("p", true);
         metrics.set_plugin_info("p", "abcd", "0.1.0");
         metrics.set_cached_objects("v1/ConfigMap", 1);
@@ -490,8 +452,8 @@ mod tests {
     #[test]
     fn a_successful_reconcile_counts_by_result_and_fills_the_histogram() {
         let metrics = Metrics::new();
-        metrics.record_reconcile("webapp", ReconcileResult::Success, None, Duration::from_millis(3));
-        metrics.record_reconcile("webapp", ReconcileResult::Success, None, Duration::from_millis(30));
+        metrics.record_reconcile("webapp", &Completion::DONE, Duration::from_millis(3));
+        metrics.record_reconcile("webapp", &Completion::DONE, Duration::from_millis(30));
         assert!(has_sample(
             &metrics,
             r#"wasm_reconciler_reconcile_total{plugin="webapp",result="success"} 2"#
@@ -526,7 +488,7 @@ mod tests {
     #[test]
     fn the_duration_buckets_run_from_100_microseconds_to_10_seconds() {
         let metrics = Metrics::new();
-        metrics.record_reconcile("p", ReconcileResult::Success, None, Duration::from_micros(50));
+        metrics.record_reconcile("p", &Completion::DONE, Duration::from_micros(50));
         let buckets: Vec<String> = samples(&metrics)
             .into_iter()
             .filter(|line| line.starts_with("wasm_reconciler_reconcile_duration_seconds_bucket"))
@@ -540,19 +502,9 @@ mod tests {
     #[test]
     fn an_error_counts_its_reason() {
         let metrics = Metrics::new();
-        metrics.record_reconcile(
-            "cms",
-            ReconcileResult::Error,
-            Some("PluginError"),
-            Duration::from_millis(1),
-        );
-        metrics.record_reconcile(
-            "cms",
-            ReconcileResult::Error,
-            Some("ScopeDenied"),
-            Duration::from_millis(1),
-        );
-        metrics.record_reconcile("cms", ReconcileResult::Error, None, Duration::from_millis(1));
+        metrics.record_reconcile("cms", &failed("PluginError"), Duration::from_millis(1));
+        metrics.record_reconcile("cms", &failed("ScopeDenied"), Duration::from_millis(1));
+        metrics.record_reconcile("cms", &failed(""), Duration::from_millis(1));
         assert!(has_sample(
             &metrics,
             r#"wasm_reconciler_reconcile_total{plugin="cms",result="error"} 3"#
@@ -571,24 +523,9 @@ mod tests {
     #[test]
     fn timeouts_and_memory_exhaustion_have_their_own_counters() {
         let metrics = Metrics::new();
-        metrics.record_reconcile(
-            "p",
-            ReconcileResult::Error,
-            Some(REASON_TIMEOUT),
-            Duration::from_secs(1),
-        );
-        metrics.record_reconcile(
-            "p",
-            ReconcileResult::Error,
-            Some(REASON_TIMEOUT),
-            Duration::from_secs(1),
-        );
-        metrics.record_reconcile(
-            "p",
-            ReconcileResult::Error,
-            Some(REASON_MEMORY_EXHAUSTED),
-            Duration::ZERO,
-        );
+        metrics.record_reconcile("p", &failed(REASON_TIMEOUT), Duration::from_secs(1));
+        metrics.record_reconcile("p", &failed(REASON_TIMEOUT), Duration::from_secs(1));
+        metrics.record_reconcile("p", &failed(REASON_MEMORY_EXHAUSTED), Duration::ZERO);
         assert!(has_sample(
             &metrics,
             r#"wasm_reconciler_plugin_timeouts_total{plugin="p"} 2"#
@@ -606,12 +543,7 @@ mod tests {
     #[test]
     fn a_conflict_is_not_an_error() {
         let metrics = Metrics::new();
-        metrics.record_reconcile(
-            "p",
-            ReconcileResult::Conflict,
-            Some("Conflict"),
-            Duration::from_millis(2),
-        );
+        metrics.record_reconcile("p", &Completion::Conflict, Duration::from_millis(2));
         assert!(has_sample(
             &metrics,
             r#"wasm_reconciler_reconcile_total{plugin="p",result="conflict"} 1"#
@@ -626,15 +558,17 @@ mod tests {
     #[test]
     fn workqueue_metrics() {
         let metrics = Metrics::new();
-        metrics.set_queue_depth("p", 7);
-        metrics.set_queue_depth("p", 3);
-        metrics.record_queue_add("p");
-        metrics.record_queue_add("p");
-        metrics.record_queue_retry("p");
+        let queue = crate::runtime::WorkQueue::with_metrics(Default::default(), metrics.queue_metrics("p"));
+        queue.add("a", crate::runtime::Source::Change);
+        queue.add("b", crate::runtime::Source::Change);
+        queue.add("c", crate::runtime::Source::Change);
+        let item = queue.try_next().unwrap();
+        queue.done(&item.key, failed("PluginError"));
+        assert_eq!(queue.len(), 3, "two ready, one waiting for its retry");
         assert!(has_sample(&metrics, r#"wasm_reconciler_workqueue_depth{plugin="p"} 3"#));
         assert!(has_sample(
             &metrics,
-            r#"wasm_reconciler_workqueue_adds_total{plugin="p"} 2"#
+            r#"wasm_reconciler_workqueue_adds_total{plugin="p"} 3"#
         ));
         assert!(has_sample(
             &metrics,
@@ -688,23 +622,14 @@ mod tests {
     fn forgetting_a_plugin_removes_all_its_series_and_keeps_the_others() {
         let metrics = Metrics::new();
         for plugin in ["gone", "stays"] {
-            metrics.record_reconcile(plugin, ReconcileResult::Success, None, Duration::from_millis(1));
-            metrics.record_reconcile(
-                plugin,
-                ReconcileResult::Error,
-                Some(REASON_TIMEOUT),
-                Duration::from_secs(1),
-            );
-            metrics.record_reconcile(
-                plugin,
-                ReconcileResult::Error,
-                Some(REASON_MEMORY_EXHAUSTED),
-                Duration::ZERO,
-            );
-            metrics.record_reconcile(plugin, ReconcileResult::Conflict, None, Duration::ZERO);
-            metrics.set_queue_depth(plugin, 1);
-            metrics.record_queue_add(plugin);
-            metrics.record_queue_retry(plugin);
+            metrics.record_reconcile(plugin, &Completion::DONE, Duration::from_millis(1));
+            metrics.record_reconcile(plugin, &failed(REASON_TIMEOUT), Duration::from_secs(1));
+            metrics.record_reconcile(plugin, &failed(REASON_MEMORY_EXHAUSTED), Duration::ZERO);
+            metrics.record_reconcile(plugin, &Completion::Conflict, Duration::ZERO);
+            let queue = metrics.queue_metrics(plugin);
+            queue.depth.set(1);
+            queue.adds.inc();
+            queue.retries.inc();
             metrics.record_plugin_load(plugin, true);
             metrics.record_plugin_load(plugin, false);
             metrics.set_plugin_info(plugin, "abcd", "0.1.0");
@@ -718,7 +643,7 @@ mod tests {
         ));
 
         // A plugin that comes back starts from zero.
-        metrics.record_reconcile("gone", ReconcileResult::Success, None, Duration::ZERO);
+        metrics.record_reconcile("gone", &Completion::DONE, Duration::ZERO);
         assert!(has_sample(
             &metrics,
             r#"wasm_reconciler_reconcile_total{plugin="gone",result="success"} 1"#
@@ -748,7 +673,7 @@ mod tests {
     fn clones_record_into_the_same_registry() {
         let metrics = Metrics::new();
         let clone = metrics.clone();
-        clone.record_queue_add("p");
+        clone.queue_metrics("p").adds.inc();
         assert!(has_sample(
             &metrics,
             r#"wasm_reconciler_workqueue_adds_total{plugin="p"} 1"#

@@ -8,5 +8,5 @@ mod metrics;
 pub mod server;
 
 pub use health::{Health, NotReady};
-pub use metrics::{DURATION_BUCKETS_SECONDS, Metrics, REASON_MEMORY_EXHAUSTED, REASON_TIMEOUT, ReconcileResult};
+pub use metrics::{DURATION_BUCKETS_SECONDS, Metrics, REASON_MEMORY_EXHAUSTED, REASON_TIMEOUT};
 pub use server::{MetricsServer, OPENMETRICS_CONTENT_TYPE, router, serve};

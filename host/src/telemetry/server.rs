@@ -111,7 +111,7 @@ mod tests {
     use tower::ServiceExt;
 
     use super::*;
-    use crate::telemetry::ReconcileResult;
+    use crate::runtime::Completion;
 
     const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -134,7 +134,7 @@ mod tests {
     #[tokio::test]
     async fn metrics_are_served_as_openmetrics_text() {
         let metrics = Metrics::new();
-        metrics.record_reconcile("webapp", ReconcileResult::Success, None, Duration::from_millis(4));
+        metrics.record_reconcile("webapp", &Completion::DONE, Duration::from_millis(4));
         let (status, content_type, body) = get_path(router(metrics, Health::new()), "/metrics").await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(content_type.as_deref(), Some(OPENMETRICS_CONTENT_TYPE));

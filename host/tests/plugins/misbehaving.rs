@@ -3,24 +3,15 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use wasm_reconciler::plugin::{CallLabels, Limits, LoadError, ReconcileError, WorldView};
+use wasm_reconciler::plugin::{Limits, LoadError, ReconcileError, WorldView};
 use wasm_reconciler_artifacts::{CHAOS, DESCRIBE_PANICS, FUTURE_WIT};
 
 fn view(behaviour: &str) -> WorldView {
-    WorldView {
-        primary: json!({"apiVersion": "test.wasm-reconciler.io/v1", "kind": "Chaos", "metadata": {"name": "c", "namespace": "default"}}),
-        children: vec![],
-        config: json!({"behaviour": behaviour}),
-        deleting: false,
-        attempt: 0,
-    }
-}
-
-fn labels() -> CallLabels {
-    CallLabels {
-        plugin: "chaos".into(),
-        key: "default/c".into(),
-    }
+    WorldView::from_json(
+        &json!({"apiVersion": "test.wasm-reconciler.io/v1", "kind": "Chaos", "metadata": {"name": "c", "namespace": "default"}}),
+        &[],
+        &json!({"behaviour": behaviour}),
+    )
 }
 
 /// Runs `behaviour`, then proves the same plugin still answers a well-behaved call. Returns the error and how
@@ -29,11 +20,11 @@ fn run_then_recover_timed(limits: Limits, behaviour: &str) -> (ReconcileError, D
     let plugin = super::load(CHAOS, limits);
     let started = Instant::now();
     let error = plugin
-        .reconcile(&view(behaviour), super::reader(vec![]), labels())
+        .reconcile(view(behaviour), super::reader(vec![]))
         .expect_err("misbehaviour fails");
     let elapsed = started.elapsed();
     let outcome = plugin
-        .reconcile(&view("ok"), super::reader(vec![]), labels())
+        .reconcile(view("ok"), super::reader(vec![]))
         .expect("runtime stays usable");
     assert_eq!(outcome.status, Some(json!({"behaved": true})));
     (error, elapsed)
@@ -92,7 +83,7 @@ fn a_burst_of_epoch_ticks_never_cuts_a_call_short() {
                 std::thread::yield_now();
             }
         });
-        plugin.reconcile(&view("loop"), super::reader(vec![]), labels())
+        plugin.reconcile(view("loop"), super::reader(vec![]))
     });
     let elapsed = started.elapsed();
     let error = result.expect_err("the loop is interrupted");
@@ -175,7 +166,7 @@ fn plugin_errors_are_reported_as_such() {
 fn chatty_output_is_bounded_not_fatal() {
     let plugin = super::load(CHAOS, Limits::default());
     let outcome = plugin
-        .reconcile(&view("noisy"), super::reader(vec![]), labels())
+        .reconcile(view("noisy"), super::reader(vec![]))
         .expect("noise is not an error");
     assert_eq!(outcome.status, Some(json!({"behaved": true})));
 }

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 use wasm_reconciler::plugin::{
-    CallLabels, ConditionStatus, EventType, Gvk, Limits, NativePlugin, Outcome, ReconcileError, WorldView,
+    ConditionStatus, EventType, Gvk, Limits, NativePlugin, Outcome, ReconcileError, WorldView,
 };
 use wasm_reconciler_artifacts::ECHO;
 
@@ -15,17 +15,16 @@ fn world() -> Vec<Value> {
 }
 
 fn view(config: Value) -> WorldView {
+    let primary = json!({
+        "apiVersion": "test.wasm-reconciler.io/v1", "kind": "Echo",
+        "metadata": {"name": "e1", "namespace": "default", "generation": 3}
+    });
+    let children =
+        [json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "e1-a", "namespace": "default"}})];
     WorldView {
-        primary: json!({
-            "apiVersion": "test.wasm-reconciler.io/v1", "kind": "Echo",
-            "metadata": {"name": "e1", "namespace": "default", "generation": 3}
-        }),
-        children: vec![
-            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "e1-a", "namespace": "default"}}),
-        ],
-        config,
         deleting: true,
         attempt: 2,
+        ..WorldView::from_json(&primary, &children, &config)
     }
 }
 
@@ -41,13 +40,6 @@ fn full_config() -> Value {
         "requeueAfterMs": 1500,
         "finalize": true
     })
-}
-
-fn labels() -> CallLabels {
-    CallLabels {
-        plugin: "echo".into(),
-        key: "default/e1".into(),
-    }
 }
 
 fn check_full_outcome(outcome: &Outcome) {
@@ -91,7 +83,7 @@ fn describe_round_trips_the_spec() {
     );
     assert_eq!(spec.reads, vec![Gvk::new("", "v1", "Service")]);
     assert_eq!(spec.finalizer.as_deref(), Some("test.wasm-reconciler.io/echo"));
-    assert_eq!(spec.resync, Some(std::time::Duration::from_secs(3600)));
+    assert_eq!(spec.resync_seconds, Some(3600));
     assert_eq!(plugin.wit_version(), "0.1.0");
 }
 
@@ -99,7 +91,7 @@ fn describe_round_trips_the_spec() {
 fn every_part_of_the_contract_round_trips() {
     let plugin = super::load(ECHO, Limits::default());
     let outcome = plugin
-        .reconcile(&view(full_config()), super::reader(world()), labels())
+        .reconcile(view(full_config()), super::reader(world()))
         .expect("reconcile");
     check_full_outcome(&outcome);
 }
@@ -109,12 +101,8 @@ fn native_and_wasm_paths_agree() {
     let wasm = super::load(ECHO, Limits::default());
     let native = NativePlugin::new::<test_guest_echo::Echo>(Limits::default());
     assert_eq!(native.spec(), wasm.spec());
-    let from_wasm = wasm
-        .reconcile(&view(full_config()), super::reader(world()), labels())
-        .unwrap();
-    let from_native = native
-        .reconcile(&view(full_config()), super::reader(world()), labels())
-        .unwrap();
+    let from_wasm = wasm.reconcile(view(full_config()), super::reader(world())).unwrap();
+    let from_native = native.reconcile(view(full_config()), super::reader(world())).unwrap();
     check_full_outcome(&from_native);
     assert_eq!(from_wasm, from_native);
 }
@@ -122,12 +110,10 @@ fn native_and_wasm_paths_agree() {
 #[test]
 fn no_children_in_the_outcome_means_leave_them_alone() {
     let plugin = super::load(ECHO, Limits::default());
-    let outcome = plugin
-        .reconcile(&view(json!({})), super::reader(vec![]), labels())
-        .unwrap();
+    let outcome = plugin.reconcile(view(json!({})), super::reader(vec![])).unwrap();
     assert_eq!(outcome.children, None);
     let outcome = plugin
-        .reconcile(&view(json!({"children": []})), super::reader(vec![]), labels())
+        .reconcile(view(json!({"children": []})), super::reader(vec![]))
         .unwrap();
     assert_eq!(outcome.children, Some(vec![]));
     assert!(!outcome.finalized, "finalize not asked for");
@@ -136,17 +122,13 @@ fn no_children_in_the_outcome_means_leave_them_alone() {
 #[test]
 fn the_plugins_own_error_comes_back_verbatim() {
     let plugin = super::load(ECHO, Limits::default());
-    let error = plugin.reconcile(
-        &view(json!({"fail": "database unreachable"})),
-        super::reader(vec![]),
-        labels(),
-    );
+    let error = plugin.reconcile(view(json!({"fail": "database unreachable"})), super::reader(vec![]));
     assert!(
         matches!(&error, Err(ReconcileError::Plugin(m)) if m == "database unreachable"),
         "{error:?}"
     );
     let error = plugin
-        .reconcile(&view(json!({"fail": 42})), super::reader(vec![]), labels())
+        .reconcile(view(json!({"fail": 42})), super::reader(vec![]))
         .unwrap_err();
     let ReconcileError::Plugin(message) = error else {
         panic!("expected a plugin error")

@@ -18,11 +18,11 @@ fn condition(outcome: &wasm_reconciler_sdk::Outcome, condition_type: &str) -> (C
 fn describes_configmapsets_owning_configmaps_with_a_finalizer() {
     let spec = ConfigMapSetReconciler::describe();
     assert_eq!(
-        spec.primary(),
-        &Gvk::new("examples.wasm-reconciler.io", "v1alpha1", "ConfigMapSet")
+        spec.primary,
+        Gvk::new("examples.wasm-reconciler.io", "v1alpha1", "ConfigMapSet")
     );
-    assert_eq!(spec.owned_kinds(), [Gvk::new("", "v1", "ConfigMap")]);
-    assert_eq!(spec.finalizer_name(), Some("examples.wasm-reconciler.io/drain"));
+    assert_eq!(spec.owns, [Gvk::new("", "v1", "ConfigMap")]);
+    assert_eq!(spec.finalizer.as_deref(), Some("examples.wasm-reconciler.io/drain"));
 }
 
 #[test]

@@ -24,18 +24,18 @@ fn kinds(outcome: &wasm_reconciler_sdk::Outcome) -> Vec<String> {
 fn describes_webapps_owning_deployments_services_and_configmaps() {
     let spec = WebAppReconciler::describe();
     assert_eq!(
-        spec.primary(),
-        &Gvk::new("examples.wasm-reconciler.io", "v1alpha1", "WebApp")
+        spec.primary,
+        Gvk::new("examples.wasm-reconciler.io", "v1alpha1", "WebApp")
     );
     assert_eq!(
-        spec.owned_kinds(),
+        spec.owns,
         [
             Gvk::new("apps", "v1", "Deployment"),
             Gvk::new("", "v1", "Service"),
             Gvk::new("", "v1", "ConfigMap")
         ]
     );
-    assert_eq!(spec.finalizer_name(), None);
+    assert_eq!(spec.finalizer.as_deref(), None);
 }
 
 #[test]

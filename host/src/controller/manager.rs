@@ -12,35 +12,12 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::Mutex;
 
-use super::cache::{CacheError, Caches};
-use super::controller::{Controller, ControllerOptions, Logic, Version};
-use crate::delivery::{PluginPackage, PluginSettings};
-use crate::plugin::{ControllerSpec, LoadError, PluginEngine};
+use super::{Controller, ControllerOptions, Logic, StartError, Version};
+use crate::delivery::{InstallError, Installed, Installer, PluginPackage, PluginSettings};
+use crate::plugin::{ControllerSpec, PluginEngine};
+use crate::runtime::Caches;
+use crate::runtime::cache::CacheError;
 use crate::telemetry::Metrics;
-
-/// What an update did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UpdateResult {
-    /// Same component, configuration and settings: nothing to do.
-    Unchanged,
-    /// A new controller started.
-    Started,
-    /// The running controller now serves the new version.
-    Swapped,
-    /// The kinds or settings changed: the controller restarted with the new version.
-    Restarted,
-}
-
-/// Why a version was refused.
-#[derive(Debug, thiserror::Error)]
-pub enum UpdateError {
-    /// The component did not load.
-    #[error(transparent)]
-    Load(#[from] LoadError),
-    /// Compilation panicked or was cancelled.
-    #[error("loading the plugin was interrupted: {0}")]
-    Interrupted(String),
-}
 
 struct Slot {
     sha256: String,
@@ -97,7 +74,7 @@ impl Manager {
     }
 
     /// Validates `package` and makes it the serving version of plugin `name`.
-    pub async fn update(&self, name: &str, package: PluginPackage) -> Result<UpdateResult, UpdateError> {
+    pub async fn update(&self, name: &str, package: PluginPackage) -> Result<Installed, InstallError> {
         use sha2::Digest;
         let sha256 = hex::encode(sha2::Sha256::digest(&package.wasm));
         {
@@ -107,7 +84,7 @@ impl Manager {
                 && slot.config == package.config
                 && slot.settings == package.settings
             {
-                return Ok(UpdateResult::Unchanged);
+                return Ok(Installed::Unchanged);
             }
         }
         let engine = self.engine.clone();
@@ -116,8 +93,8 @@ impl Manager {
         let wasm = package.wasm;
         let loaded = tokio::task::spawn_blocking(move || engine.load(&plugin_name, &wasm, limits))
             .await
-            .map_err(|e| UpdateError::Interrupted(e.to_string()));
-        let plugin = match loaded.and_then(|r| r.map_err(UpdateError::from)) {
+            .map_err(|e| InstallError::Interrupted(e.to_string()));
+        let plugin = match loaded.and_then(|r| r.map_err(InstallError::from)) {
             Ok(plugin) => plugin,
             Err(error) => {
                 if let Some(metrics) = &self.metrics {
@@ -131,10 +108,7 @@ impl Manager {
             metrics.set_plugin_info(name, plugin.sha256(), plugin.wit_version());
         }
         let spec = plugin.spec().clone();
-        let version = Version {
-            logic: Logic::Wasm(plugin),
-            config: Arc::new(package.config.clone()),
-        };
+        let version = Version::new(Logic::Wasm(plugin), &package.config);
 
         let mut slots = self.slots.lock().await;
         let same_shape = slots.get(name).is_some_and(|slot| {
@@ -153,14 +127,14 @@ impl Manager {
                 slot.config = package.config;
                 slot.settings = package.settings;
                 tracing::info!(plugin = name, sha256 = %slot.sha256, "new version serving");
-                return Ok(UpdateResult::Swapped);
+                return Ok(Installed::Swapped);
             }
         }
         let previous = slots.remove(name);
         let result = if previous.is_some() {
-            UpdateResult::Restarted
+            Installed::Restarted
         } else {
-            UpdateResult::Started
+            Installed::Started
         };
         if let Some(previous) = previous {
             stop_slot(previous).await;
@@ -253,7 +227,7 @@ async fn start_when_served(
                 return;
             }
             Err(error) => {
-                let super::controller::StartError::Cache(CacheError::NotServed { gvk, .. }) = &error;
+                let StartError::Cache(CacheError::NotServed { gvk, .. }) = &error;
                 if waited.is_multiple_of(15) {
                     tracing::warn!(plugin = %name, kind = %gvk, "waiting for the API server to serve a kind the plugin declares (is its CRD installed?)");
                 }
@@ -261,6 +235,20 @@ async fn start_when_served(
                 tokio::time::sleep(Duration::from_secs(2)).await;
             }
         }
+    }
+}
+
+impl Installer for Manager {
+    async fn install(&self, name: &str, package: PluginPackage) -> Result<Installed, InstallError> {
+        self.update(name, package).await
+    }
+
+    async fn uninstall(&self, name: &str) -> bool {
+        self.remove(name).await
+    }
+
+    fn record_refused(&self, name: &str) {
+        Manager::record_refused(self, name);
     }
 }
 

@@ -1,7 +1,9 @@
-//! Conditions a plugin asserts about its primary object.
+//! Conditions a plugin asserts about its primary object (`record condition`).
+
+use serde::{Deserialize, Serialize};
 
 /// Status of a condition, as in Kubernetes `metav1.Condition`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ConditionStatus {
     /// `"True"`.
     True,
@@ -34,7 +36,7 @@ impl From<bool> for ConditionStatus {
 /// the status changes. Type and reason are CamelCase (`Ready`, `ScalingUp`).
 ///
 /// ```
-/// use wasm_reconciler_sdk::{Condition, ConditionStatus};
+/// use wasm_reconciler_contract::{Condition, ConditionStatus};
 ///
 /// let ready = Condition::status_true("Ready", "Available", "3/3 replicas available");
 /// assert_eq!(ready.status, ConditionStatus::True);
@@ -42,9 +44,10 @@ impl From<bool> for ConditionStatus {
 /// let progressing = Condition::from_bool("Progressing", false, "Stable", "nothing to do");
 /// assert_eq!(progressing, Condition::status_false("Progressing", "Stable", "nothing to do"));
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Condition {
     /// CamelCase condition type, e.g. `Ready`.
+    #[serde(rename = "type")]
     pub condition_type: String,
     /// Whether the condition holds.
     pub status: ConditionStatus,

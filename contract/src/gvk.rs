@@ -2,18 +2,21 @@
 
 use std::fmt;
 
-/// A Kubernetes group/version/kind, e.g. `apps/v1 Deployment` or `v1 ConfigMap` (core group: empty `group`).
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A Kubernetes group/version/kind (`record gvk`), e.g. `apps/v1/Deployment` or `v1/ConfigMap` (core group: empty
+/// `group`).
 ///
 /// ```
-/// use k8s_openapi::api::apps::v1::Deployment;
-/// use wasm_reconciler_sdk::Gvk;
+/// use wasm_reconciler_contract::Gvk;
 ///
-/// let deployment = Gvk::of::<Deployment>();
-/// assert_eq!(deployment, Gvk::new("apps", "v1", "Deployment"));
+/// let deployment = Gvk::new("apps", "v1", "Deployment");
 /// assert_eq!(deployment.api_version(), "apps/v1");
+/// assert_eq!(deployment.to_string(), "apps/v1/Deployment");
 /// assert_eq!(Gvk::new("", "v1", "ConfigMap").api_version(), "v1");
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Gvk {
     /// API group; empty for the core group.
     pub group: String,
@@ -34,6 +37,7 @@ impl Gvk {
     }
 
     /// The group/version/kind of a k8s-openapi resource type.
+    #[cfg(feature = "k8s-openapi")]
     pub fn of<K: k8s_openapi::Resource>() -> Self {
         Self::new(K::GROUP, K::VERSION, K::KIND)
     }
@@ -41,7 +45,7 @@ impl Gvk {
     /// Parses an object's `apiVersion` (`apps/v1` or `v1`) together with its `kind`.
     ///
     /// ```
-    /// use wasm_reconciler_sdk::Gvk;
+    /// use wasm_reconciler_contract::Gvk;
     ///
     /// assert_eq!(Gvk::from_api_version("apps/v1", "Deployment"), Gvk::new("apps", "v1", "Deployment"));
     /// assert_eq!(Gvk::from_api_version("v1", "Service"), Gvk::new("", "v1", "Service"));
@@ -51,6 +55,14 @@ impl Gvk {
             Some((group, version)) => Self::new(group, version, kind),
             None => Self::new("", api_version, kind),
         }
+    }
+
+    /// The kind of a JSON object from its `apiVersion` and `kind`; `None` when either is missing or empty.
+    pub fn of_object(object: &Value) -> Option<Self> {
+        let api_version = object.get("apiVersion")?.as_str()?;
+        let kind = object.get("kind")?.as_str()?;
+        let gvk = Self::from_api_version(api_version, kind);
+        (!gvk.version.is_empty() && !gvk.kind.is_empty()).then_some(gvk)
     }
 
     /// The `apiVersion` objects of this kind carry: `group/version`, or just `version` for the core group.
@@ -63,37 +75,42 @@ impl Gvk {
     }
 
     /// Whether a JSON object's `apiVersion` and `kind` name this group/version/kind.
-    pub fn matches(&self, object: &serde_json::Value) -> bool {
-        let api_version = object.get("apiVersion").and_then(serde_json::Value::as_str);
-        let kind = object.get("kind").and_then(serde_json::Value::as_str);
-        match (api_version, kind) {
-            (Some(api_version), Some(kind)) => kind == self.kind && Self::from_api_version(api_version, kind) == *self,
-            _ => false,
-        }
+    pub fn matches(&self, object: &Value) -> bool {
+        Self::of_object(object).is_some_and(|gvk| gvk == *self)
     }
 }
 
 impl fmt::Display for Gvk {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}", self.api_version(), self.kind)
+        write!(f, "{}/{}", self.api_version(), self.kind)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use k8s_openapi::api::core::v1::ConfigMap;
     use serde_json::json;
 
-    #[test]
-    fn of_core_kind_has_empty_group() {
-        assert_eq!(Gvk::of::<ConfigMap>(), Gvk::new("", "v1", "ConfigMap"));
-    }
+    use super::*;
 
     #[test]
     fn displays_api_version_and_kind() {
-        assert_eq!(Gvk::new("apps", "v1", "Deployment").to_string(), "apps/v1 Deployment");
-        assert_eq!(Gvk::new("", "v1", "Service").to_string(), "v1 Service");
+        assert_eq!(Gvk::new("apps", "v1", "Deployment").to_string(), "apps/v1/Deployment");
+        assert_eq!(Gvk::new("", "v1", "Service").to_string(), "v1/Service");
+    }
+
+    #[test]
+    fn of_object_splits_api_version() {
+        assert_eq!(
+            Gvk::of_object(&json!({"apiVersion": "apps/v1", "kind": "Deployment"})),
+            Some(Gvk::new("apps", "v1", "Deployment"))
+        );
+        assert_eq!(
+            Gvk::of_object(&json!({"apiVersion": "v1", "kind": "ConfigMap"})),
+            Some(Gvk::new("", "v1", "ConfigMap"))
+        );
+        assert_eq!(Gvk::of_object(&json!({"apiVersion": "apps/", "kind": "X"})), None);
+        assert_eq!(Gvk::of_object(&json!({"apiVersion": "v1", "kind": ""})), None);
+        assert_eq!(Gvk::of_object(&json!({"kind": "X"})), None);
     }
 
     #[test]
@@ -103,5 +120,12 @@ mod tests {
         assert!(!gvk.matches(&json!({"apiVersion": "apps/v1beta1", "kind": "Deployment"})));
         assert!(!gvk.matches(&json!({"apiVersion": "apps/v1", "kind": "StatefulSet"})));
         assert!(!gvk.matches(&json!({"kind": "Deployment"})));
+    }
+
+    #[cfg(feature = "k8s-openapi")]
+    #[test]
+    fn of_core_kind_has_empty_group() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        assert_eq!(Gvk::of::<ConfigMap>(), Gvk::new("", "v1", "ConfigMap"));
     }
 }

@@ -1,7 +1,9 @@
-//! Events a plugin records on its primary object.
+//! Events a plugin records on its primary object (`record event`).
+
+use serde::{Deserialize, Serialize};
 
 /// Kind of a Kubernetes Event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum EventType {
     /// Something expected happened (`Normal`).
     Normal,
@@ -13,15 +15,16 @@ pub enum EventType {
 /// repeats.
 ///
 /// ```
-/// use wasm_reconciler_sdk::{Event, EventType};
+/// use wasm_reconciler_contract::{Event, EventType};
 ///
 /// let event = Event::normal("ScalingUp", "created 3 ConfigMaps");
 /// assert_eq!(event.event_type, EventType::Normal);
 /// assert_eq!(Event::warning("InvalidSpec", "replicas < 0").event_type, EventType::Warning);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
     /// Normal or Warning.
+    #[serde(rename = "type")]
     pub event_type: EventType,
     /// CamelCase reason, e.g. `ScalingUp`.
     pub reason: String,

@@ -1,0 +1,436 @@
+//! One running controller per plugin, and the [`Manager`] that runs them: watch events feed a controller's
+//! workqueue; a worker takes a key and drives one reconcile — world view from the caches → plugin call (off the
+//! async runtime, inside a `reconcile` span) → the applier, which owns every write — and hands the result back
+//! to the queue and the metrics.
+
+pub mod manager;
+
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::{Duration, Instant};
+
+use futures::FutureExt as _;
+use serde_json::Value;
+use tracing::Instrument as _;
+
+pub use self::manager::Manager;
+use crate::apply::{Applier, Apply, PluginCall};
+use crate::plugin::{ClusterReader, ControllerSpec, Gvk, NativePlugin, Outcome, Plugin, ReconcileError, WorldView};
+use crate::runtime::workqueue::Item;
+use crate::runtime::{
+    CacheChange, CacheReader, CachedObject, Caches, Completion, Dependencies, KindCache, ObjectKey, QueueConfig,
+    QueueMetrics, Source, Subscription, WorkQueue, world_view,
+};
+use crate::telemetry::Metrics;
+
+/// The reconcile logic a controller runs: a sandboxed wasm plugin, or native code linked into the host
+/// (benchmarks only).
+#[derive(Debug, Clone)]
+pub enum Logic {
+    /// A WebAssembly plugin.
+    Wasm(Plugin),
+    /// Native code through the same path.
+    Native(NativePlugin),
+}
+
+impl Logic {
+    /// What it reconciles.
+    pub fn spec(&self) -> &ControllerSpec {
+        match self {
+            Self::Wasm(plugin) => plugin.spec(),
+            Self::Native(plugin) => plugin.spec(),
+        }
+    }
+
+    /// One reconcile; blocking (CPU-bound): call it off the async runtime.
+    pub fn call(&self, view: WorldView, reader: Arc<dyn ClusterReader>) -> Result<Outcome, ReconcileError> {
+        match self {
+            Self::Wasm(plugin) => plugin.reconcile(view, reader),
+            Self::Native(plugin) => plugin.reconcile(view, reader),
+        }
+    }
+
+    /// The digest of the component, or `native`.
+    pub fn digest(&self) -> &str {
+        match self {
+            Self::Wasm(plugin) => plugin.sha256(),
+            Self::Native(_) => "native",
+        }
+    }
+}
+
+/// One version of a plugin: its logic and configuration.
+#[derive(Debug, Clone)]
+pub struct Version {
+    /// The logic.
+    pub logic: Logic,
+    /// Configuration handed to the plugin, as JSON text.
+    pub config: Arc<str>,
+}
+
+impl Version {
+    /// A version running `logic` with `config`.
+    pub fn new(logic: Logic, config: &Value) -> Self {
+        Self {
+            logic,
+            config: config.to_string().into(),
+        }
+    }
+}
+
+/// How a controller runs.
+#[derive(Debug, Clone)]
+pub struct ControllerOptions {
+    /// Concurrent reconciles.
+    pub concurrency: usize,
+    /// Only reconcile primaries in these namespaces (all when `None`).
+    pub namespaces: Option<Vec<String>>,
+    /// Resync period overriding the plugin's own.
+    pub resync: Option<Duration>,
+    /// The reporting instance for events (pod or host name).
+    pub instance: Option<String>,
+}
+
+impl Default for ControllerOptions {
+    fn default() -> Self {
+        Self {
+            concurrency: 4,
+            namespaces: None,
+            resync: None,
+            instance: None,
+        }
+    }
+}
+
+/// Why a controller could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A kind it needs is not served and did not become served in time.
+    #[error(transparent)]
+    Cache(#[from] crate::runtime::cache::CacheError),
+}
+
+/// Shared state of a running controller.
+struct Shared {
+    name: String,
+    version: RwLock<Arc<Version>>,
+    spec: ControllerSpec,
+    options: ControllerOptions,
+    primary: Arc<KindCache>,
+    /// Caches of the owned kinds, in declaration order: where children are found.
+    owned: Vec<Arc<KindCache>>,
+    /// Caches of every declared kind (primary, owned, read): what the plugin may read.
+    caches: HashMap<Gvk, Arc<KindCache>>,
+    queue: WorkQueue<ObjectKey>,
+    dependencies: Dependencies,
+    applier: Arc<dyn Apply>,
+    metrics: Option<Metrics>,
+}
+
+/// A running controller. Stop it with [`Controller::stop`].
+pub struct Controller {
+    shared: Arc<Shared>,
+    _subscriptions: Vec<Subscription>,
+    workers: Vec<tokio::task::JoinHandle<()>>,
+    resync: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Controller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Controller")
+            .field("name", &self.shared.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Controller {
+    /// Starts watching the plugin's kinds, waits for the caches to sync, then starts the workers.
+    pub async fn start(
+        name: &str,
+        version: Version,
+        caches: &Caches,
+        options: ControllerOptions,
+        metrics: Option<Metrics>,
+    ) -> Result<Self, StartError> {
+        let spec = version.logic.spec().clone();
+        let mut kind_caches = HashMap::new();
+        for gvk in std::iter::once(&spec.primary).chain(&spec.owns).chain(&spec.reads) {
+            if !kind_caches.contains_key(gvk) {
+                kind_caches.insert(
+                    gvk.clone(),
+                    caches.get_or_start(gvk, options.namespaces.as_deref()).await?,
+                );
+            }
+        }
+        for cache in kind_caches.values() {
+            if !cache.is_synced() {
+                tracing::info!(plugin = name, kind = %cache.gvk(), "waiting for cache to sync");
+            }
+            cache.wait_synced().await;
+        }
+        let owned = spec
+            .owns
+            .iter()
+            .map(|gvk| (gvk.clone(), kind_caches[gvk].clone()))
+            .collect();
+        let applier = Applier::new(
+            name,
+            &spec,
+            caches.client().clone(),
+            kind_caches[&spec.primary].clone(),
+            owned,
+            options.instance.clone(),
+        );
+        Ok(Self::with_applier(
+            name,
+            version,
+            kind_caches,
+            Arc::new(applier),
+            options,
+            metrics,
+        ))
+    }
+
+    /// Starts the workers on synced `caches` (every kind the plugin declares), writing through `applier`.
+    fn with_applier(
+        name: &str,
+        version: Version,
+        caches: HashMap<Gvk, Arc<KindCache>>,
+        applier: Arc<dyn Apply>,
+        options: ControllerOptions,
+        metrics: Option<Metrics>,
+    ) -> Self {
+        let spec = version.logic.spec().clone();
+        let queue_metrics = metrics
+            .as_ref()
+            .map_or_else(QueueMetrics::default, |metrics| metrics.queue_metrics(name));
+        let shared = Arc::new(Shared {
+            name: name.to_owned(),
+            version: RwLock::new(Arc::new(version)),
+            primary: caches[&spec.primary].clone(),
+            owned: spec.owns.iter().map(|gvk| caches[gvk].clone()).collect(),
+            caches,
+            spec,
+            options,
+            queue: WorkQueue::with_metrics(QueueConfig::default(), queue_metrics),
+            dependencies: Dependencies::default(),
+            applier,
+            metrics,
+        });
+
+        let mut subscriptions = Vec::new();
+        for (gvk, cache) in &shared.caches {
+            let weak = Arc::downgrade(&shared);
+            let is_primary = *gvk == shared.spec.primary;
+            let is_owned = shared.spec.owns.contains(gvk);
+            subscriptions.push(cache.subscribe(move |change| {
+                if let Some(shared) = weak.upgrade() {
+                    shared.on_change(change, is_primary, is_owned);
+                }
+            }));
+        }
+        shared.enqueue_all(Source::Change);
+        let workers = (0..shared.options.concurrency.max(1))
+            .map(|worker| tokio::spawn(run_worker(shared.clone(), worker)))
+            .collect();
+        let resync = shared
+            .options
+            .resync
+            .or(shared.spec.resync_period())
+            .map(|every| tokio::spawn(run_resync(Arc::downgrade(&shared), every)));
+        tracing::info!(
+            plugin = name,
+            primary = %shared.spec.primary,
+            objects = shared.primary.len(),
+            concurrency = shared.options.concurrency,
+            "controller started"
+        );
+        Self {
+            shared,
+            _subscriptions: subscriptions,
+            workers,
+            resync,
+        }
+    }
+
+    /// The plugin's name.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// What the running version reconciles.
+    pub fn spec(&self) -> &ControllerSpec {
+        &self.shared.spec
+    }
+
+    /// Serves a new version from now on; reconciles in flight finish on the old one. Every primary is
+    /// reconciled again, since logic or configuration changed.
+    pub fn swap(&self, version: Version) {
+        *self.shared.version.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(version);
+        self.shared.enqueue_all(Source::Change);
+    }
+
+    /// Keys waiting in the queue.
+    pub fn queue_depth(&self) -> usize {
+        self.shared.queue.len()
+    }
+
+    /// Stops the workers after their current reconcile and drops the watches this controller held.
+    pub async fn stop(mut self) {
+        self.shared.queue.shut_down();
+        if let Some(resync) = self.resync.take() {
+            resync.abort();
+        }
+        for task in std::mem::take(&mut self.workers) {
+            if tokio::time::timeout(Duration::from_secs(30), task).await.is_err() {
+                tracing::warn!(plugin = %self.shared.name, "a worker did not finish within 30s");
+            }
+        }
+        tracing::info!(plugin = %self.shared.name, "controller stopped");
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        self.shared.queue.shut_down();
+        if let Some(resync) = self.resync.take() {
+            resync.abort();
+        }
+    }
+}
+
+/// Takes keys off the queue until it shuts down; each reconcile runs inside a `reconcile` span naming the plugin,
+/// the object, the attempt and what queued it, which every log line of the reconcile inherits.
+async fn run_worker(shared: Arc<Shared>, worker: usize) {
+    while let Some(item) = shared.queue.next().await {
+        let span = tracing::info_span!(
+            "reconcile",
+            plugin = %shared.name,
+            object = %item.key,
+            attempt = item.attempt,
+            trigger = item.source.as_str(),
+        );
+        let started = Instant::now();
+        let completion = shared.reconcile(&item).instrument(span.clone()).await;
+        let elapsed = started.elapsed();
+        span.in_scope(|| {
+            tracing::debug!(
+                result = completion.result(),
+                reason = completion.reason(),
+                elapsed_ms = elapsed.as_millis() as u64,
+                "reconciled"
+            );
+        });
+        if let Some(metrics) = &shared.metrics {
+            metrics.record_reconcile(&shared.name, &completion, elapsed);
+        }
+        shared.queue.done(&item.key, completion);
+    }
+    tracing::debug!(plugin = %shared.name, worker, "worker stopped");
+}
+
+async fn run_resync(shared: std::sync::Weak<Shared>, every: Duration) {
+    let mut ticker = tokio::time::interval(every);
+    ticker.tick().await;
+    loop {
+        ticker.tick().await;
+        let Some(shared) = shared.upgrade() else { return };
+        shared.enqueue_all(Source::Resync);
+    }
+}
+
+impl Shared {
+    fn wants(&self, key: &ObjectKey) -> bool {
+        match (&self.options.namespaces, &key.namespace) {
+            (Some(allowed), Some(namespace)) => allowed.iter().any(|n| n == namespace),
+            _ => true,
+        }
+    }
+
+    fn enqueue_all(&self, source: Source) {
+        for object in self.primary.list(None) {
+            if self.wants(&object.key) {
+                self.queue.add(object.key.clone(), source);
+            }
+        }
+    }
+
+    /// Routes a cache change to the primaries it concerns: the primary itself (unless the change is this
+    /// controller's own write and carries nothing new), the owner of a changed child, and every primary whose
+    /// last reconcile read the changed object.
+    fn on_change(&self, change: &CacheChange, is_primary: bool, is_owned: bool) {
+        if is_primary && change.seen_by != Some(self.applier.writer_id()) && self.wants(change.key()) {
+            self.queue.add(change.key().clone(), Source::Change);
+        }
+        if is_owned {
+            for object in [&change.old, &change.new].into_iter().flatten() {
+                if let Some(owner) = self.owner_key(object)
+                    && self.wants(&owner)
+                {
+                    self.queue.add(owner, Source::Change);
+                }
+            }
+        }
+        for primary in self.dependencies.affected_by(change) {
+            self.queue.add(primary, Source::Change);
+        }
+    }
+
+    /// The primary a child's controller ownerReference points to, if it is of our primary kind.
+    fn owner_key(&self, child: &CachedObject) -> Option<ObjectKey> {
+        let owner = child.meta.controller.as_ref()?;
+        let owner_group = owner.api_version.rsplit_once('/').map_or("", |(group, _)| group);
+        if owner.kind != self.spec.primary.kind || owner_group != self.spec.primary.group {
+            return None;
+        }
+        let namespace = if self.primary.namespaced() {
+            child.key.namespace.as_deref()
+        } else {
+            None
+        };
+        Some(ObjectKey::new(namespace, &owner.name))
+    }
+
+    /// One reconcile: the primary from the cache, handed to the applier with the plugin call.
+    async fn reconcile(self: &Arc<Self>, item: &Item<ObjectKey>) -> Completion {
+        let Some(primary) = self.primary.get(&item.key) else {
+            self.queue.forget(&item.key);
+            self.dependencies.remove(&item.key);
+            self.applier.forget(&item.key);
+            return Completion::DONE;
+        };
+        let version = self.version.read().unwrap_or_else(PoisonError::into_inner).clone();
+        let attempt = item.attempt;
+        let call: PluginCall<'_> = {
+            let primary = primary.clone();
+            Box::new(move |deleting| self.call(primary, version, deleting, attempt).boxed())
+        };
+        self.applier.reconcile(primary, call).await
+    }
+
+    /// Calls the plugin on the world view of `primary`, off the async runtime, and records what it read.
+    async fn call(
+        &self,
+        primary: Arc<CachedObject>,
+        version: Arc<Version>,
+        deleting: bool,
+        attempt: u32,
+    ) -> Result<Outcome, ReconcileError> {
+        let view = world_view::assemble(&primary, &self.owned, &version.config, deleting, attempt);
+        let reader = Arc::new(CacheReader::new(self.caches.clone()));
+        let call_reader: Arc<dyn ClusterReader> = reader.clone();
+        let span = tracing::Span::current();
+        let result = tokio::task::spawn_blocking(move || span.in_scope(|| version.logic.call(view, call_reader)))
+            .await
+            .unwrap_or_else(|join| {
+                Err(ReconcileError::Trap {
+                    message: format!("the reconcile task failed: {join}"),
+                })
+            });
+        self.dependencies.record(&primary.key, reader.take_reads());
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,286 @@
+//! The controller against a fake applier: what it hands over (primary, world view, plugin call), and how the
+//! applier's answer drives its queue — without an API server.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+use futures::future::BoxFuture;
+use serde_json::json;
+
+use super::*;
+use crate::plugin::Limits;
+
+/// What the fake applier saw of one reconcile.
+#[derive(Debug, Clone)]
+struct Seen {
+    key: ObjectKey,
+    /// The echo plugin's status: what its world view held.
+    echo: Value,
+}
+
+/// Calls the plugin with `deleting = false` (or not at all for primaries it is told to skip), records the outcome
+/// and answers with scripted completions (then `DONE`).
+#[derive(Default)]
+struct FakeApplier {
+    seen: Mutex<Vec<Seen>>,
+    answers: Mutex<VecDeque<Completion>>,
+    forgotten: Mutex<Vec<ObjectKey>>,
+    skip_plugin: bool,
+}
+
+impl FakeApplier {
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl Apply for FakeApplier {
+    fn reconcile<'a>(&'a self, primary: Arc<CachedObject>, call: PluginCall<'a>) -> BoxFuture<'a, Completion> {
+        async move {
+            let echo = if self.skip_plugin {
+                Value::Null
+            } else {
+                let outcome = call(false).await.expect("the echo plugin succeeds");
+                outcome.status.expect("the echo plugin writes a status")["echo"].clone()
+            };
+            self.seen.lock().unwrap().push(Seen {
+                key: primary.key.clone(),
+                echo,
+            });
+            self.answers.lock().unwrap().pop_front().unwrap_or(Completion::DONE)
+        }
+        .boxed()
+    }
+
+    fn forget(&self, primary: &ObjectKey) {
+        self.forgotten.lock().unwrap().push(primary.clone());
+    }
+
+    fn writer_id(&self) -> u64 {
+        7
+    }
+}
+
+struct Fixture {
+    echoes: Arc<KindCache>,
+    config_maps: Arc<KindCache>,
+    caches: HashMap<Gvk, Arc<KindCache>>,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let spec = NativePlugin::new::<test_guest_echo::Echo>(Limits::default())
+            .spec()
+            .clone();
+        let caches: HashMap<Gvk, Arc<KindCache>> = std::iter::once(&spec.primary)
+            .chain(&spec.owns)
+            .chain(&spec.reads)
+            .map(|gvk| (gvk.clone(), KindCache::detached(gvk.clone(), true, None)))
+            .collect();
+        Self {
+            echoes: caches[&spec.primary].clone(),
+            config_maps: caches[&Gvk::new("", "v1", "ConfigMap")].clone(),
+            caches,
+        }
+    }
+
+    fn echo(&self, name: &str, rv: u32) {
+        self.echoes.insert_json(json!({
+            "apiVersion": "test.wasm-reconciler.io/v1", "kind": "Echo",
+            "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}"),
+                         "resourceVersion": rv.to_string(), "generation": 1},
+        }));
+    }
+
+    fn child_of(&self, owner: &str, name: &str, rv: u32) {
+        self.config_maps.insert_json(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}"),
+                         "resourceVersion": rv.to_string(),
+                         "ownerReferences": [{"apiVersion": "test.wasm-reconciler.io/v1", "kind": "Echo",
+                                              "name": owner, "uid": format!("uid-{owner}"), "controller": true}]},
+        }));
+    }
+
+    fn start(&self, applier: Arc<FakeApplier>, config: Value) -> Controller {
+        let version = Version::new(
+            Logic::Native(NativePlugin::new::<test_guest_echo::Echo>(Limits::default())),
+            &config,
+        );
+        Controller::with_applier(
+            "echo",
+            version,
+            self.caches.clone(),
+            applier,
+            ControllerOptions::default(),
+            None,
+        )
+    }
+}
+
+/// Waits (up to ten seconds) until the applier has seen `count` reconciles.
+async fn wait_for_reconciles(applier: &FakeApplier, count: usize) -> Vec<Seen> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let seen = applier.seen();
+        if seen.len() >= count {
+            return seen;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "saw {} of {count} reconciles: {seen:?}",
+            seen.len()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+fn key(name: &str) -> ObjectKey {
+    ObjectKey::new(Some("ns"), name)
+}
+
+#[tokio::test]
+async fn each_primary_is_handed_over_with_its_world_view() {
+    let fixture = Fixture::new();
+    fixture.echo("a", 1);
+    fixture.child_of("a", "a-0", 2);
+    fixture.child_of("someone-else", "b-0", 3);
+    let applier = Arc::new(FakeApplier::default());
+    let controller = fixture.start(applier.clone(), json!({"greeting": "hi"}));
+
+    let seen = wait_for_reconciles(&applier, 1).await;
+    assert_eq!(seen[0].key, key("a"));
+    assert_eq!(seen[0].echo["name"], "a");
+    assert_eq!(
+        seen[0].echo["children"],
+        json!(["a-0"]),
+        "only the children the primary controls"
+    );
+    assert_eq!(seen[0].echo["config"], json!({"greeting": "hi"}));
+    assert_eq!(seen[0].echo["attempt"], 0);
+    assert_eq!(seen[0].echo["deleting"], false);
+    controller.stop().await;
+}
+
+#[tokio::test]
+async fn a_failure_comes_back_as_the_next_attempt() {
+    let fixture = Fixture::new();
+    fixture.echo("a", 1);
+    let applier = Arc::new(FakeApplier {
+        answers: Mutex::new([Completion::Failure { reason: "PluginError" }].into()),
+        ..FakeApplier::default()
+    });
+    let controller = fixture.start(applier.clone(), json!({}));
+
+    let seen = wait_for_reconciles(&applier, 2).await;
+    assert_eq!(seen[0].echo["attempt"], 0);
+    assert_eq!(
+        seen[1].echo["attempt"], 1,
+        "the retry after backoff carries the failure count"
+    );
+    controller.stop().await;
+}
+
+#[tokio::test]
+async fn a_requeue_request_reconciles_again() {
+    let fixture = Fixture::new();
+    fixture.echo("a", 1);
+    let applier = Arc::new(FakeApplier {
+        answers: Mutex::new(
+            [Completion::Success {
+                requeue_after: Some(Duration::from_millis(20)),
+            }]
+            .into(),
+        ),
+        ..FakeApplier::default()
+    });
+    let controller = fixture.start(applier.clone(), json!({}));
+
+    let seen = wait_for_reconciles(&applier, 2).await;
+    assert_eq!(seen[1].echo["attempt"], 0, "a requeue is not a failure");
+    controller.stop().await;
+}
+
+#[tokio::test]
+async fn own_writes_are_not_reconciled_again_but_other_changes_are() {
+    let fixture = Fixture::new();
+    fixture.echo("a", 1);
+    let applier = Arc::new(FakeApplier {
+        skip_plugin: true,
+        ..FakeApplier::default()
+    });
+    let controller = fixture.start(applier.clone(), json!({}));
+    wait_for_reconciles(&applier, 1).await;
+    while controller.shared.queue.in_flight() > 0 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+
+    let write = |rv: u32| {
+        serde_json::from_value(json!({
+            "apiVersion": "test.wasm-reconciler.io/v1", "kind": "Echo",
+            "metadata": {"name": "a", "namespace": "ns", "uid": "uid-a", "resourceVersion": rv.to_string()},
+            "status": {"seen": rv},
+        }))
+        .unwrap()
+    };
+    // Routing happens as the cache publishes the change, so the queue shows it at once.
+    fixture.echoes.record_write(write(2), Some(applier.writer_id()));
+    assert_eq!(controller.queue_depth(), 0, "the applier's own status write");
+    fixture.echoes.record_write(write(3), None);
+    assert_eq!(
+        controller.queue_depth(),
+        1,
+        "a write that carried someone else's change"
+    );
+    wait_for_reconciles(&applier, 2).await;
+
+    // A child's change reconciles its owner.
+    fixture.child_of("a", "a-0", 4);
+    wait_for_reconciles(&applier, 3).await;
+    controller.stop().await;
+}
+
+#[tokio::test]
+async fn a_primary_that_is_gone_is_forgotten() {
+    let fixture = Fixture::new();
+    fixture.echo("a", 1);
+    let applier = Arc::new(FakeApplier::default());
+    let controller = fixture.start(applier.clone(), json!({}));
+    wait_for_reconciles(&applier, 1).await;
+
+    fixture.echoes.record_delete(&key("a"), "uid-a");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while applier.forgotten.lock().unwrap().is_empty() {
+        assert!(Instant::now() < deadline, "the applier was never told to forget");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(*applier.forgotten.lock().unwrap(), [key("a")]);
+    assert_eq!(applier.seen().len(), 1, "a gone primary is not handed over");
+    controller.stop().await;
+}
+
+#[tokio::test]
+async fn a_swap_reconciles_every_primary_with_the_new_version() {
+    let fixture = Fixture::new();
+    fixture.echo("a", 1);
+    fixture.echo("b", 1);
+    let applier = Arc::new(FakeApplier::default());
+    let controller = fixture.start(applier.clone(), json!({"v": 1}));
+    wait_for_reconciles(&applier, 2).await;
+
+    controller.swap(Version::new(
+        Logic::Native(NativePlugin::new::<test_guest_echo::Echo>(Limits::default())),
+        &json!({"v": 2}),
+    ));
+    let seen = wait_for_reconciles(&applier, 4).await;
+    let mut swapped: Vec<String> = seen[2..]
+        .iter()
+        .map(|seen| {
+            assert_eq!(seen.echo["config"], json!({"v": 2}));
+            seen.key.name.clone()
+        })
+        .collect();
+    swapped.sort();
+    assert_eq!(swapped, ["a", "b"]);
+    controller.stop().await;
+}
