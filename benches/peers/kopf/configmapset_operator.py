@@ -1,9 +1,12 @@
 """The configmapset controller written with Kopf, a peer of the wasm plugin for the benchmark in benches/peers.
 
 Run with ``kopf run --standalone --all-namespaces configmapset_operator.py`` (``KUBECONFIG`` names the cluster).
-Kopf adds and removes the ``examples.wasm-reconciler.io/drain`` finalizer around the ``on.delete`` handler, keeps
-an in-memory index of the ConfigMaps carrying the set label, and retries a handler that raises
-``kopf.TemporaryError`` after its delay: that is how a round asks for the next one while work remains.
+Kopf adds and removes the ``examples.wasm-reconciler.io/drain`` finalizer around the ``on.delete`` handler and
+retries a handler that raises ``kopf.TemporaryError`` after its delay: that is how a round asks for the next one
+while work remains. Kopf watches only the sets; each round lists the set's ConfigMaps from the API server (by the
+set label), so it always sees what the previous round wrote. (A ``@kopf.index`` of ConfigMaps is Kopf's cache, but
+it is fed by the same event loop that runs the handlers: under a burst of sets it fell minutes behind, and rounds
+that saw no children re-applied them again and again.)
 """
 
 from __future__ import annotations
@@ -46,19 +49,6 @@ def configure(settings: kopf.OperatorSettings, logger: logging.Logger, **_: Any)
     logger.info("configmapset operator configured: %d handlers at once", CONCURRENCY)
 
 
-@kopf.index("configmaps", labels={replicas.SET_LABEL: kopf.PRESENT})
-def children_by_set(
-    namespace: str, name: str, uid: str, labels: Any, annotations: Any, body: Any, meta: Any, **_: Any
-) -> dict[tuple[str, str], dict[str, Any]]:
-    """ConfigMaps carrying the set label, by (namespace, set name), with their controller's uid."""
-    owner = next(
-        (ref["uid"] for ref in meta.get("ownerReferences") or [] if ref.get("controller") and ref.get("kind") == KIND),
-        None,
-    )
-    child = Child(name, uid, dict(labels), dict(annotations), dict(body.get("data") or {}))
-    return {(namespace, labels[replicas.SET_LABEL]): {"owner": owner, "child": child}}
-
-
 @kopf.on.resume(GROUP, VERSION, PLURAL)
 @kopf.on.create(GROUP, VERSION, PLURAL)
 @kopf.on.update(GROUP, VERSION, PLURAL)
@@ -71,16 +61,15 @@ def converge(
     meta: Any,
     body: Any,
     patch: kopf.Patch,
-    children_by_set: kopf.Index,
     **_: Any,
 ) -> None:
     """One round: write missing and drifted children, delete excess ones, report; retry while work remains."""
     spec = dict(spec)
-    observed = observed_children(children_by_set, namespace, name, uid)
+    observed = observed_children(namespace, name, uid)
     round_ = replicas.converge(name, spec, observed)
     act(name, namespace, uid, spec, status, meta, body, patch, round_)
-    # Kopf does not watch the children for this handler: a round that wrote something is followed by one
-    # that observes the result, as are rounds that left work for later.
+    # Kopf does not watch the children: a round that wrote something is followed by one that observes the
+    # result, as are rounds that left work for later.
     if round_.requeue or round_.apply or round_.delete:
         raise kopf.TemporaryError("converging", delay=REQUEUE_WHILE_CONVERGING)
 
@@ -95,20 +84,31 @@ def drain(
     meta: Any,
     body: Any,
     patch: kopf.Patch,
-    children_by_set: kopf.Index,
     **_: Any,
 ) -> None:
     """One round of draining; Kopf removes the finalizer once this returns without raising."""
     spec = dict(spec)
-    observed = observed_children(children_by_set, namespace, name, uid)
+    observed = observed_children(namespace, name, uid)
     round_ = replicas.drain(name, spec, observed)
     act(name, namespace, uid, spec, status, meta, body, patch, round_)
     if not round_.finalized:
         raise kopf.TemporaryError("draining", delay=REQUEUE_WHILE_CONVERGING)
 
 
-def observed_children(index: kopf.Index, namespace: str, name: str, uid: str) -> list[Child]:
-    return [entry["child"] for entry in index.get((namespace, name), []) if entry["owner"] == uid]
+def observed_children(namespace: str, name: str, uid: str) -> list[Child]:
+    """The set's ConfigMaps: those with its label whose controller is this set."""
+    children = core.list_namespaced_config_map(namespace, label_selector=f"{replicas.SET_LABEL}={name}")
+    return [
+        Child(
+            child.metadata.name,
+            child.metadata.uid,
+            dict(child.metadata.labels or {}),
+            dict(child.metadata.annotations or {}),
+            dict(child.data or {}),
+        )
+        for child in children.items
+        if any(owner.controller and owner.uid == uid for owner in child.metadata.owner_references or [])
+    ]
 
 
 def act(
@@ -173,7 +173,7 @@ def write_children(name: str, namespace: str, uid: str, spec: dict[str, Any], ro
         try:
             core.delete_namespaced_config_map(child.name, namespace, body=options)
         except kubernetes.client.ApiException as error:
-            # Already gone: the index had not seen the deletion yet.
+            # Already gone: deleted since the list.
             if error.status != 404:
                 raise
 

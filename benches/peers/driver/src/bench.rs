@@ -69,6 +69,8 @@ pub struct RunResult {
     pub converge_requests: Counts,
     /// CPU seconds over the same span.
     pub converge_cpu: f64,
+    /// CPU seconds of the embedded API server over the same span (`None` for an API server elsewhere).
+    pub converge_server_cpu: Option<f64>,
     /// At rest after the converge.
     pub after_converge: Sample,
     /// First delete until the last set was gone; `None` when it timed out.
@@ -77,6 +79,8 @@ pub struct RunResult {
     pub delete_requests: Counts,
     /// CPU seconds over the same span.
     pub delete_cpu: f64,
+    /// CPU seconds of the embedded API server over the same span.
+    pub delete_server_cpu: Option<f64>,
     /// At the end (its `peak_rss_bytes` is the peak of the whole run).
     pub end: Sample,
     /// Load average before and after.
@@ -149,6 +153,7 @@ pub async fn run(settings: Settings) -> Result<Outcome> {
 
     let bench = Bench {
         settings: &settings,
+        server_pid: server.as_ref().map(|server| server.process.pid()),
         client,
         upstream,
         plugins_dir,
@@ -220,6 +225,7 @@ async fn client_from(kubeconfig: &Path, retry: bool) -> Result<Client> {
 
 struct Bench<'a> {
     settings: &'a Settings,
+    server_pid: Option<u32>,
     client: Client,
     upstream: Client,
     plugins_dir: PathBuf,
@@ -233,6 +239,13 @@ struct Started {
 }
 
 impl Bench<'_> {
+    /// CPU seconds of the embedded API server so far.
+    fn server_cpu(&self) -> Option<f64> {
+        self.server_pid
+            .and_then(|pid| procfs::sample(pid).ok())
+            .map(|sample| sample.cpu_seconds)
+    }
+
     async fn start(&self, contender: Contender, tag: &str, startup_timeout: Duration) -> Result<Started> {
         let proxy = Proxy::start(self.upstream.clone()).await?;
         let kubeconfig = self.settings.work_dir.join(format!("{tag}.kubeconfig"));
@@ -246,9 +259,15 @@ impl Bench<'_> {
             .settings
             .programs
             .start(contender, &kubeconfig, &self.plugins_dir, &log)?;
-        let startup = wait_idle(&mut process, proxy.log(), self.settings.quiet, startup_timeout, true)
-            .await
-            .with_context(|| format!("{} did not become ready and idle", contender.label()))?;
+        let startup = wait_idle(
+            &mut process,
+            proxy.log(),
+            self.settings.quiet,
+            startup_timeout,
+            contender.watched(),
+        )
+        .await
+        .with_context(|| format!("{} did not become ready and idle", contender.label()))?;
         Ok(Started {
             process,
             proxy,
@@ -276,6 +295,7 @@ impl Bench<'_> {
         let idle = process.sample()?;
 
         let requests_before = proxy.log().counts();
+        let server_before = self.server_cpu();
         let first_create = Instant::now();
         load::create_sets(
             &self.client,
@@ -298,6 +318,7 @@ impl Bench<'_> {
         settle(&mut process, proxy.log(), settings.quiet).await?;
         let after_converge = process.sample()?;
         let requests_converged = proxy.log().counts();
+        let server_converged = self.server_cpu();
 
         let first_delete = Instant::now();
         load::delete_sets(&self.client, &namespace, settings.sets, settings.in_flight).await?;
@@ -311,6 +332,7 @@ impl Bench<'_> {
         settle(&mut process, proxy.log(), settings.quiet).await?;
         let end = process.sample()?;
         let requests_end = proxy.log().counts();
+        let server_end = self.server_cpu();
 
         process.stop().await;
         proxy.stop();
@@ -327,10 +349,14 @@ impl Bench<'_> {
             converge,
             converge_requests: requests_converged.since(&requests_before),
             converge_cpu: after_converge.cpu_seconds - idle.cpu_seconds,
+            converge_server_cpu: server_converged
+                .zip(server_before)
+                .map(|(after, before)| after - before),
             after_converge,
             delete,
             delete_requests: requests_end.since(&requests_converged),
             delete_cpu: end.cpu_seconds - after_converge.cpu_seconds,
+            delete_server_cpu: server_end.zip(server_converged).map(|(after, before)| after - before),
             end,
             load: (load_before, procfs::load_average()),
         })
@@ -389,7 +415,7 @@ pub fn mib(bytes: u64) -> f64 {
 
 /// Waits for the contender to go quiet after a phase; a contender that keeps working is noted, not fatal.
 async fn settle(process: &mut Running, log: &RequestLog, quiet: Duration) -> Result<()> {
-    if let Err(error) = wait_idle(process, log, quiet, Duration::from_secs(60), false).await {
+    if let Err(error) = wait_idle(process, log, quiet, Duration::from_secs(60), &[]).await {
         process.check_alive()?;
         tracing::warn!(error = %format!("{error:#}"), "the contender did not settle; measuring anyway");
     }
@@ -399,14 +425,14 @@ async fn settle(process: &mut Running, log: &RequestLog, quiet: Duration) -> Res
 /// The CPU a contender may use while counted idle, as a share of one CPU over the quiet span.
 const IDLE_CPU_SHARE: f64 = 0.05;
 
-/// Waits until the contender has watches open on ConfigMapSets and ConfigMaps (when `need_watches`), has made
-/// no request for `quiet`, and used at most 5% of a CPU over that span. Returns the time since it started.
+/// Waits until the contender has watches open on each of `watches`, has made no request for `quiet`, and used at
+/// most 5% of a CPU over that span. Returns the time since it started.
 async fn wait_idle(
     process: &mut Running,
     log: &RequestLog,
     quiet: Duration,
     timeout: Duration,
-    need_watches: bool,
+    watches: &[&str],
 ) -> Result<Duration> {
     let deadline = Instant::now() + timeout;
     let mut samples: VecDeque<(Instant, f64)> = VecDeque::new();
@@ -417,7 +443,7 @@ async fn wait_idle(
         while samples.len() > 1 && samples[1].0 <= now - quiet {
             samples.pop_front();
         }
-        let watching = !need_watches || log.watches(&["configmapsets", "configmaps"]);
+        let watching = log.watches(watches);
         let requests_quiet = log.quiet_for().is_some_and(|for_how_long| for_how_long >= quiet);
         let (oldest, oldest_cpu) = samples[0];
         let cpu_quiet = now - oldest >= quiet && cpu - oldest_cpu <= IDLE_CPU_SHARE * quiet.as_secs_f64();

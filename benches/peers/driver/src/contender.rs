@@ -64,6 +64,15 @@ impl Contender {
         }
     }
 
+    /// Resources it watches once started: everyone watches ConfigMapSets; all but Kopf cache ConfigMaps too
+    /// (the Kopf peer lists a set's ConfigMaps from the API server in each round).
+    pub fn watched(self) -> &'static [&'static str] {
+        match self {
+            Self::Kopf => &["configmapsets"],
+            _ => &["configmapsets", "configmaps"],
+        }
+    }
+
     /// Its name in namespaces and file names.
     pub fn slug(self) -> &'static str {
         match self {

@@ -110,7 +110,14 @@ async fn main() -> Result<()> {
         work_dir: args.work_dir.clone().unwrap_or_else(|| target.join("peers-bench")),
     };
     let versions = versions(&repository, &settings.programs);
-    let outcome = bench::run(settings).await?;
+    // On Ctrl-C or SIGTERM the run is dropped, and with it every process it started (they are killed on drop).
+    let outcome = tokio::select! {
+        outcome = bench::run(settings) => outcome?,
+        signal = stop_signal() => {
+            signal?;
+            anyhow::bail!("stopped by a signal; the processes it started are stopped too")
+        }
+    };
     let markdown = report::render(&outcome, &versions);
     let output = if args.output.is_absolute() {
         args.output.clone()
@@ -119,6 +126,16 @@ async fn main() -> Result<()> {
     };
     std::fs::write(&output, markdown).with_context(|| format!("writing {}", output.display()))?;
     println!("wrote {}", output.display());
+    Ok(())
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn stop_signal() -> Result<()> {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        result = tokio::signal::ctrl_c() => result?,
+        _ = terminate.recv() => {}
+    }
     Ok(())
 }
 

@@ -97,6 +97,11 @@ impl Running {
         })
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
     /// Time since start.
     pub fn age(&self) -> Duration {
         self.started.elapsed()

@@ -184,6 +184,16 @@ fn summary(out: &mut String, outcome: &Outcome) {
             Box::new(|r: &RunResult| Some(r.delete_cpu)),
         ),
         (
+            "CPU seconds of the embedded API server, converge",
+            2,
+            Box::new(|r: &RunResult| r.converge_server_cpu),
+        ),
+        (
+            "CPU seconds of the embedded API server, deletion",
+            2,
+            Box::new(|r: &RunResult| r.delete_server_cpu),
+        ),
+        (
             "CPU ms per set, converge + deletion",
             2,
             Box::new(move |r: &RunResult| Some((r.converge_cpu + r.delete_cpu) * 1000.0 / sets.max(1) as f64)),
@@ -379,7 +389,8 @@ for each round, runs every contender once (the starting contender rotates from r
 machine's load hits all alike). Each contender is its own process, reaching the API server through a kubeconfig \
 that points at a counting reverse proxy inside the driver; the driver's own requests (creating, watching and \
 deleting the sets) go to the API server directly and are not counted.\n\
-- **Ready and idle.** A contender is ready once it has opened watches on ConfigMapSets and ConfigMaps, and idle \
+- **Ready and idle.** A contender is ready once it has opened its watches (ConfigMapSets and ConfigMaps; Kopf: \
+ConfigMapSets only, see above), and idle \
 once it has made no request for {quiet:.1} s and used at most 5% of a CPU over that span. Memory at rest is \
 `VmRSS` then; start → idle is measured from the process start.\n\
 - **Converge.** {sets} ConfigMapSets of {replicas} replicas (`template.data: {{k: v}}`, default burst 10) are \
@@ -395,7 +406,8 @@ watch has seen the last set go.\n\
 (`VmRSS`, `VmHWM`). Peak RSS is over the whole run of that process.\n\
 - **Memory at rest with a full cache.** After the rounds, {cached} ConfigMaps (two labels including the set label \
 of sets that do not exist, five data keys) are created in one namespace; each contender is then started on that \
-cluster, once per round, and measured once ready and idle. Every contender caches ConfigMaps, since it owns them.\n\
+cluster, once per round, and measured once ready and idle. Every contender but Kopf caches all ConfigMaps, since it \
+owns them.\n\
 - **Caveats.** A shared {cpus}-CPU machine: the API server, the driver (and its proxy) and the contender share \
 the CPUs, so absolute times depend on the machine's other work (see the load averages); compare contenders \
 within one run. The embedded API server answers faster than a real kube-apiserver with etcd; run with \
