@@ -93,6 +93,13 @@ func up(opts *options) int {
 		}
 		binDir = filepath.Dir(self)
 	}
+	// The lock comes first: a refused second launcher must not truncate the running one's log.
+	lock, err := cluster.LockDir(opts.dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kube-harness:", err)
+		return 1
+	}
+	defer lock.Close()
 	logger, closeLog, err := newLogger(opts.dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kube-harness:", err)

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -88,7 +89,6 @@ type Cluster struct {
 	server     string
 	kubeconfig string
 	pki        pki.Set
-	lock       *os.File
 	// processes in start order; stopped in reverse.
 	processes []*process
 }
@@ -107,7 +107,7 @@ func (c *Cluster) LogsDir() string { return filepath.Join(c.config.Dir, LogsDir)
 
 // Start brings up etcd, kube-apiserver and kube-controller-manager and returns once the API server is ready, the
 // RBAC bootstrap policy is in place and the controller manager serves (the `default` ServiceAccount exists). On
-// error, whatever was started has been stopped.
+// error, whatever was started has been stopped. The caller holds LockDir(config.Dir).
 func Start(ctx context.Context, config Config) (cluster *Cluster, err error) {
 	dir, err := filepath.Abs(config.Dir)
 	if err != nil {
@@ -211,7 +211,7 @@ func Start(ctx context.Context, config Config) (cluster *Cluster, err error) {
 		allOK(controllerManagerClient, controllerManagerURL, "/healthz")); err != nil {
 		return nil, err
 	}
-	if slices.Contains(config.Controllers, "serviceaccount-controller") {
+	if controllerEnabled(config.Controllers, "serviceaccount-controller") {
 		if err := waitFor(ctx, controllerManager, "the default ServiceAccount", config.Timeout,
 			allOK(adminClient, c.server, "/api/v1/namespaces/default/serviceaccounts/default")); err != nil {
 			return nil, err
@@ -259,10 +259,6 @@ func (c *Cluster) Stop() error {
 			"exit", exitStatus(p))
 	}
 	c.processes = nil
-	if c.lock != nil {
-		_ = c.lock.Close()
-		c.lock = nil
-	}
 	return errors.Join(errs...)
 }
 
@@ -280,21 +276,29 @@ func (c *Cluster) start(ctx context.Context, name, binary string, args []string)
 	return p, nil
 }
 
-// prepareDir locks the directory against a second launcher and clears what --fresh asks to forget.
+// LockDir creates dir and takes its lock, so that a second launcher on the same directory is refused before it
+// touches anything there; closing the result releases it.
+func LockDir(dir string) (io.Closer, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", dir, err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening the lock file: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = lock.Close()
+		return nil, fmt.Errorf("another kube-harness is running on %s: %w", dir, err)
+	}
+	return lock, nil
+}
+
+// prepareDir clears what --fresh asks to forget.
 func (c *Cluster) prepareDir() error {
 	dir := c.config.Dir
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return fmt.Errorf("opening the lock file: %w", err)
-	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		_ = lock.Close()
-		return fmt.Errorf("another kube-harness is running on %s: %w", dir, err)
-	}
-	c.lock = lock
 	if c.config.Fresh {
 		for _, name := range []string{EtcdDir, PKIDir, Kubeconfig, controllerManagerKubeconfig} {
 			if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
@@ -354,6 +358,15 @@ func findBinaries(dir string) (binaries, error) {
 		}
 	}
 	return found, nil
+}
+
+// controllerEnabled reads a --controllers list as kube-controller-manager does: a name turns a controller on, `*`
+// turns on every controller that is on by default, and `-name` turns one off.
+func controllerEnabled(controllers []string, name string) bool {
+	if slices.Contains(controllers, "-"+name) {
+		return false
+	}
+	return slices.Contains(controllers, name) || slices.Contains(controllers, "*")
 }
 
 func exitStatus(p *process) string {
