@@ -103,3 +103,18 @@ bench-peers: plugins
 ## clean-dev: forget the local dev cluster's files.
 clean-dev:
 	rm -rf $(DEV_DIR)
+
+# A real kube-apiserver + etcd + kube-controller-manager (and helm), built from Go modules: docs/real-cluster.md.
+REAL_CLUSTER_ARGS ?=
+
+.PHONY: kube-harness real-cluster
+## kube-harness: build the real control plane (cached under ~/.cache/wasm-reconciler/kube) and run its self-check.
+kube-harness:
+	tests/kube/build.sh >/dev/null
+	tests/kube/selfcheck.sh
+
+## real-cluster: a real Kubernetes control plane on .dev/real-cluster, in the foreground (Ctrl-C stops it; REAL_CLUSTER_ARGS="--fresh" etc.).
+real-cluster:
+	@bin_dir="$$(tests/kube/build.sh)"; \
+	echo "kubeconfig: $(CURDIR)/$(DEV_DIR)/real-cluster/kubeconfig (written when ready; Ctrl-C stops the cluster)"; \
+	exec "$$bin_dir/kube-harness" up --dir $(DEV_DIR)/real-cluster $(REAL_CLUSTER_ARGS)
