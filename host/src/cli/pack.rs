@@ -13,7 +13,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::delivery::configmap::{PLUGIN_LABEL, SHA256_ANNOTATION};
-use crate::delivery::package::{CONFIG_KEY, MAX_PACKAGE_BYTES, SETTINGS_KEY, WASM_GZ_KEY, WASM_KEY};
+use crate::delivery::package::{CONFIG_KEY, MAX_CONFIGMAP_BYTES, SETTINGS_KEY, WASM_GZ_KEY, WASM_KEY};
 
 /// The namespace plugins are packed for unless told otherwise: the host's own.
 pub const DEFAULT_NAMESPACE: &str = "wasm-reconciler";
@@ -112,11 +112,11 @@ pub type Result<T, E = PackError> = std::result::Result<T, E>;
 fn too_large_message(total: usize, wasm: usize, data: usize, gzip: bool, gzip_total: Option<usize>) -> String {
     let stored = if gzip { "compressed component" } else { "component" };
     let mut message = format!(
-        "the ConfigMap would hold {total} bytes ({stored} {wasm} + data {data}), over the {MAX_PACKAGE_BYTES}-byte \
+        "the ConfigMap would hold {total} bytes ({stored} {wasm} + data {data}), over the {MAX_CONFIGMAP_BYTES}-byte \
          (1 MiB) limit of a ConfigMap"
     );
     match gzip_total {
-        Some(compressed) if compressed <= MAX_PACKAGE_BYTES => {
+        Some(compressed) if compressed <= MAX_CONFIGMAP_BYTES => {
             message.push_str(&format!("; with --gzip it would hold {compressed} bytes and fit"));
         }
         Some(compressed) => {
@@ -124,7 +124,7 @@ fn too_large_message(total: usize, wasm: usize, data: usize, gzip: bool, gzip_to
         }
         None => {}
     }
-    if gzip_total.is_none_or(|compressed| compressed > MAX_PACKAGE_BYTES) {
+    if gzip_total.is_none_or(|compressed| compressed > MAX_CONFIGMAP_BYTES) {
         message.push_str(
             "; build the plugin with the wasm-release profile (opt-level \"z\", LTO, stripped) to make it smaller",
         );
@@ -286,7 +286,7 @@ pub fn pack(wasm: &[u8], options: &PackOptions) -> Result<String> {
         (WASM_KEY, wasm.to_vec())
     };
     let total_bytes = stored.len() + data_bytes;
-    if total_bytes > MAX_PACKAGE_BYTES {
+    if total_bytes > MAX_CONFIGMAP_BYTES {
         let gzip_total_bytes = if options.gzip {
             None
         } else {
@@ -507,7 +507,7 @@ mod tests {
     #[test]
     fn exactly_the_limit_fits() {
         let data = "x: 1\n";
-        let wasm = component_of(MAX_PACKAGE_BYTES - data.len());
+        let wasm = component_of(MAX_CONFIGMAP_BYTES - data.len());
         let options = PackOptions {
             config: Some(data.to_owned()),
             ..PackOptions::new("p")
@@ -518,7 +518,7 @@ mod tests {
     #[test]
     fn over_the_limit_is_refused_with_the_sizes() {
         let data = "x: 1\n";
-        let wasm = component_of(MAX_PACKAGE_BYTES - data.len() + 1);
+        let wasm = component_of(MAX_CONFIGMAP_BYTES - data.len() + 1);
         let options = PackOptions {
             config: Some(data.to_owned()),
             ..PackOptions::new("p")
@@ -539,7 +539,7 @@ mod tests {
             (1_048_577, 1_048_572, 5, false)
         );
         let gzip_total = gzip_total_bytes.expect("the compressed size is computed");
-        assert!(gzip_total > MAX_PACKAGE_BYTES, "random bytes do not compress");
+        assert!(gzip_total > MAX_CONFIGMAP_BYTES, "random bytes do not compress");
         let message = pack(&wasm, &options).expect_err("refused").to_string();
         assert!(message.starts_with(
             "the ConfigMap would hold 1048577 bytes (component 1048572 + data 5), over the 1048576-byte (1 MiB) limit"
@@ -550,7 +550,7 @@ mod tests {
 
     #[test]
     fn over_the_limit_suggests_gzip_when_that_would_fit() {
-        let wasm = compressible_component_of(2 * MAX_PACKAGE_BYTES);
+        let wasm = compressible_component_of(2 * MAX_CONFIGMAP_BYTES);
         let error = pack(&wasm, &PackOptions::new("p")).expect_err("refused");
         let message = error.to_string();
         assert!(message.contains("with --gzip it would hold"), "{message}");
@@ -562,7 +562,7 @@ mod tests {
         else {
             panic!("{error:?}")
         };
-        assert!(compressed <= MAX_PACKAGE_BYTES);
+        assert!(compressed <= MAX_CONFIGMAP_BYTES);
 
         let options = PackOptions {
             gzip: true,
@@ -573,7 +573,7 @@ mod tests {
 
     #[test]
     fn compressed_but_still_too_large_is_refused() {
-        let wasm = component_of(MAX_PACKAGE_BYTES + 100);
+        let wasm = component_of(MAX_CONFIGMAP_BYTES + 100);
         let options = PackOptions {
             gzip: true,
             ..PackOptions::new("p")

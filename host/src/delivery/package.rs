@@ -7,8 +7,12 @@ use serde_json::Value;
 
 use super::settings::{PluginSettings, SettingsError};
 
-/// Largest decoded size of a plugin package, the ConfigMap limit.
-pub const MAX_PACKAGE_BYTES: usize = 1024 * 1024;
+/// Largest object the API server stores, and so the largest a plugin ConfigMap can be (its binary data as
+/// stored, gzip-compressed or not, plus its text). The API server enforces it; `plugin pack` checks it up front.
+pub const MAX_CONFIGMAP_BYTES: usize = 1024 * 1024;
+/// Largest component the host loads, decompressed; also where decompression stops (a gzip bomb ends here). A
+/// Python plugin is about 18 MiB; directories and references carry components a ConfigMap cannot.
+pub const MAX_COMPONENT_BYTES: usize = 64 * 1024 * 1024;
 /// File or key of the component.
 pub const WASM_KEY: &str = "plugin.wasm";
 /// File or key of the gzip-compressed component.
@@ -41,10 +45,10 @@ pub enum PackageError {
     /// The gzip stream is broken.
     #[error("`{WASM_GZ_KEY}` is not valid gzip")]
     Gzip(#[source] std::io::Error),
-    /// Over the size limit.
-    #[error("the package is {size} bytes decoded, over the limit of {MAX_PACKAGE_BYTES} bytes")]
+    /// Over the component size limit.
+    #[error("the component is {size} bytes decompressed, over the limit of {MAX_COMPONENT_BYTES} bytes")]
     TooLarge {
-        /// Decoded size.
+        /// Decompressed size.
         size: usize,
     },
     /// The configuration does not parse or is not an object.
@@ -78,10 +82,8 @@ impl PluginPackage {
             (None, Some(compressed)) => gunzip_bounded(compressed)?,
             (None, None) => return Err(PackageError::NoComponent),
         };
-        let text_size = config.map_or(0, str::len) + settings.map_or(0, str::len);
-        let size = wasm.len() + text_size;
-        if size > MAX_PACKAGE_BYTES {
-            return Err(PackageError::TooLarge { size });
+        if wasm.len() > MAX_COMPONENT_BYTES {
+            return Err(PackageError::TooLarge { size: wasm.len() });
         }
         if let Some(pinned) = pinned_sha256 {
             use sha2::Digest;
@@ -106,12 +108,12 @@ impl PluginPackage {
     }
 }
 
-/// Decompresses, refusing output over the package limit (a gzip bomb stops at the limit).
+/// Decompresses, refusing output over the component limit (a gzip bomb stops at the limit).
 fn gunzip_bounded(compressed: &[u8]) -> Result<Vec<u8>, PackageError> {
-    let mut decoder = flate2::read::GzDecoder::new(compressed).take(MAX_PACKAGE_BYTES as u64 + 1);
+    let mut decoder = flate2::read::GzDecoder::new(compressed).take(MAX_COMPONENT_BYTES as u64 + 1);
     let mut wasm = Vec::new();
     decoder.read_to_end(&mut wasm).map_err(PackageError::Gzip)?;
-    if wasm.len() > MAX_PACKAGE_BYTES {
+    if wasm.len() > MAX_COMPONENT_BYTES {
         return Err(PackageError::TooLarge { size: wasm.len() });
     }
     Ok(wasm)
@@ -153,10 +155,11 @@ mod tests {
             PluginPackage::decode(None, Some(b"not gzip"), None, None, None),
             Err(PackageError::Gzip(_))
         ));
-        let bomb = gzip(&vec![0u8; 3 * MAX_PACKAGE_BYTES]);
+        let bomb = gzip(&vec![0u8; MAX_COMPONENT_BYTES + 1]);
+        assert!(bomb.len() < MAX_CONFIGMAP_BYTES, "a bomb fits a ConfigMap");
         assert!(matches!(
             PluginPackage::decode(None, Some(&bomb), None, None, None),
-            Err(PackageError::TooLarge { .. })
+            Err(PackageError::TooLarge { size }) if size == MAX_COMPONENT_BYTES + 1
         ));
         assert!(matches!(
             PluginPackage::decode(Some(b"x"), None, Some("[1]"), None, None),
@@ -165,6 +168,31 @@ mod tests {
         assert!(matches!(
             PluginPackage::decode(Some(b"x"), None, None, Some("concurrency: 0"), None),
             Err(PackageError::Settings(_))
+        ));
+    }
+
+    #[test]
+    fn components_over_a_configmap_but_within_the_component_limit_load() {
+        let large = vec![7u8; 18 * 1024 * 1024];
+        assert_eq!(
+            PluginPackage::decode(Some(&large), None, None, None, None)
+                .unwrap()
+                .wasm
+                .len(),
+            large.len()
+        );
+        let compressed = gzip(&large);
+        assert_eq!(
+            PluginPackage::decode(None, Some(&compressed), None, None, None)
+                .unwrap()
+                .wasm
+                .len(),
+            large.len()
+        );
+        let too_large = vec![0u8; MAX_COMPONENT_BYTES + 1];
+        assert!(matches!(
+            PluginPackage::decode(Some(&too_large), None, None, None, None),
+            Err(PackageError::TooLarge { .. })
         ));
     }
 
