@@ -7,7 +7,7 @@
 use std::net::IpAddr;
 use std::sync::OnceLock;
 
-use super::regex::Regex;
+use super::go_regexp::Regex;
 
 /// Formats validated by CRDs (`supportedVersionedFormats`), with dashes removed.
 const SUPPORTED: [&str; 24] = [

@@ -3,7 +3,7 @@
 use serde_json::{Map, Value};
 
 use super::field_error::{FieldError, FieldPath};
-use super::regex::Regex;
+use super::go_regexp::Regex;
 
 /// `additionalProperties`: a boolean or a schema.
 #[derive(Debug, Clone)]
@@ -577,7 +577,9 @@ fn validate_value_validation(
     if let Some(not) = &s.not {
         validate_nested(not, false, &path.child("not"), errors);
     }
+    // A pattern that compiled while parsing is valid; compile again only for the error.
     if let Some(pattern) = &s.pattern
+        && s.pattern_regex.is_none()
         && let Err(error) = Regex::new(pattern)
     {
         errors.push(FieldError::invalid(
@@ -1393,6 +1395,37 @@ mod tests {
             errors,
             vec![
                 "spec.validation.openAPIV3Schema.properties[a].pattern: Invalid value: \"(abc\": must be a valid regular expression, but isn't: error parsing regexp: missing closing ): `(abc`"
+            ]
+        );
+    }
+
+    #[test]
+    fn go_patterns_are_accepted_and_refused_as_go_does() {
+        let valid = [
+            r"^\p{Thai}+$",
+            r"\p{Lu}",
+            r"(?i)straße",
+            r"\Qa.b\E",
+            r"[[:alpha:]]",
+            r"^a{,5}$",
+            r"\<x\>",
+        ];
+        for pattern in valid {
+            let errors =
+                errors_of(json!({"type": "object", "properties": {"a": {"type": "string", "pattern": pattern}}}));
+            assert!(errors.is_empty(), "{pattern}: {errors:?}");
+        }
+        let errors = errors_of(json!({"type": "object", "properties": {
+            "a": {"type": "string", "pattern": r"\p{Letter}"},
+            "b": {"type": "string", "pattern": "(?<name>x"},
+            "c": {"type": "string", "pattern": "(a{500}){3}"}
+        }}));
+        assert_eq!(
+            errors,
+            vec![
+                r#"spec.validation.openAPIV3Schema.properties[a].pattern: Invalid value: "\\p{Letter}": must be a valid regular expression, but isn't: error parsing regexp: invalid character class range: `\p{Letter}`"#,
+                "spec.validation.openAPIV3Schema.properties[b].pattern: Invalid value: \"(?<name>x\": must be a valid regular expression, but isn't: error parsing regexp: missing closing ): `(?<name>x`",
+                "spec.validation.openAPIV3Schema.properties[c].pattern: Invalid value: \"(a{500}){3}\": must be a valid regular expression, but isn't: error parsing regexp: invalid repeat count: `{3}`",
             ]
         );
     }

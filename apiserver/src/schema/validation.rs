@@ -387,7 +387,7 @@ fn validate_string(s: &Structural, path: &str, text: &str) -> Outcome {
         // Schemas from `from_openapi_v3` carry the compiled pattern; hand-built ones compile here.
         let compiled = match &s.pattern_regex {
             Some(regex) => Ok(regex.clone()),
-            None => super::regex::Regex::new(pattern),
+            None => super::go_regexp::Regex::new(pattern),
         };
         let message = match compiled {
             Ok(regex) if regex.is_match(text) => return Outcome::default(),
@@ -915,6 +915,25 @@ mod tests {
             vec![
                 r#"spec.mode: Unsupported value: "x": supported values: "a", "b""#,
                 r#"spec.level: Unsupported value: 3: supported values: "1", "2""#,
+            ]
+        );
+    }
+
+    #[test]
+    fn unicode_patterns_match_as_in_go() {
+        let s = spec_schema(json!({
+            "title": {"type": "string", "pattern": "^\\p{Lu}\\p{Thai}+$"},
+            "street": {"type": "string", "pattern": "(?i)^straße$"}
+        }));
+        assert!(
+            s.validate(&json!({"spec": {"title": "Aไทย", "street": "STRAẞE"}}))
+                .is_empty()
+        );
+        assert_eq!(
+            messages(&s, json!({"spec": {"title": "aไทย", "street": "STRASSE"}})),
+            vec![
+                r#"spec.title: Invalid value: "aไทย": spec.title in body should match '^\p{Lu}\p{Thai}+$'"#,
+                r#"spec.street: Invalid value: "STRASSE": spec.street in body should match '(?i)^straße$'"#,
             ]
         );
     }
