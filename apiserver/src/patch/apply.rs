@@ -251,7 +251,7 @@ fn build_last_applied(config: &Value) -> String {
     {
         annotations.remove(LAST_APPLIED_ANNOTATION);
     }
-    let mut text = super::go_format::json_text(&config);
+    let mut text = crate::go_format::json_text(&config);
     text.push('\n');
     text
 }

@@ -1,6 +1,6 @@
 //! Field paths and field sets as structured-merge-diff models them, with the FieldsV1 wire format.
 
-use super::go_format;
+use crate::go_format;
 use serde_json::{Map, Value};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
@@ -131,8 +131,7 @@ fn value_to_string(v: &Value) -> String {
     match v {
         Value::Null => "null".into(),
         Value::Bool(b) => b.to_string(),
-        Value::Number(n) if n.is_i64() || n.is_u64() => n.to_string(),
-        Value::Number(n) => go_format::float_v(n.as_f64().unwrap_or(0.0)),
+        Value::Number(n) => go_format::number_v(n),
         Value::String(s) => go_format::quote(s),
         Value::Array(items) => format!("[{}]", items.iter().map(value_to_string).collect::<Vec<_>>().join(",")),
         Value::Object(map) => map

@@ -266,13 +266,13 @@ fn atoi(text: &str) -> Result<i64, String> {
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(format!(
             "strconv.Atoi: parsing {}: invalid syntax",
-            super::go_format::quote(text)
+            crate::go_format::quote(text)
         ));
     }
     text.parse::<i64>().map_err(|_| {
         format!(
             "strconv.Atoi: parsing {}: value out of range",
-            super::go_format::quote(text)
+            crate::go_format::quote(text)
         )
     })
 }

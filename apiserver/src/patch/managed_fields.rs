@@ -2,9 +2,9 @@
 //! create/update/patch requests the way the apiserver field manager does.
 
 use super::fieldpath::{FieldPath, FieldSet};
-use super::go_format;
 use super::typed::{self, Comparison};
 use super::typeinfo::{self, FieldType};
+use crate::go_format;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 

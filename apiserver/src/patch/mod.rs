@@ -59,7 +59,6 @@
 mod apply;
 mod builtin_kinds;
 mod fieldpath;
-mod go_format;
 mod json_patch;
 mod managed_fields;
 mod merge;

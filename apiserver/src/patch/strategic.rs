@@ -2,8 +2,8 @@
 //! `StrategicMergeMapPatch` with `MergeParallelList` and `IgnoreUnmatchedNulls`).
 
 use super::PatchError;
-use super::go_format;
 use super::typeinfo::{FieldType, ListPatch};
+use crate::go_format;
 use serde_json::{Map, Value};
 
 const DIRECTIVE_MARKER: &str = "$patch";
@@ -55,21 +55,11 @@ fn json_kind(v: &Value) -> &'static str {
     }
 }
 
-/// `reflect.TypeOf` of a value decoded by the apiserver (integers are `int64`).
-fn go_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "<nil>",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "int64",
-        Value::Number(_) => "float64",
-        Value::String(_) => "string",
-        Value::Array(_) => "[]interface {}",
-        Value::Object(_) => "map[string]interface {}",
-    }
-}
-
 fn bad_arg_type(expected: &str, actual: &Value) -> PatchError {
-    PatchError::Internal(format!("expected a {expected}, but received a {}", go_type(actual)))
+    PatchError::Internal(format!(
+        "expected a {expected}, but received a {}",
+        go_format::type_name(actual)
+    ))
 }
 
 fn no_merge_key(map: &Map<String, Value>, key: &str) -> PatchError {
@@ -138,7 +128,7 @@ fn merge_map(
             }
             continue;
         };
-        if go_type(current) != go_type(&patch_value) {
+        if go_format::type_name(current) != go_format::type_name(&patch_value) {
             if !is_delete_list {
                 match clean_patch_value(patch_value) {
                     Some(v) => original.insert(key, v),
@@ -493,7 +483,7 @@ fn find_map_by_key(list: &[Value], key: &str, value: &Value) -> Result<Option<us
 fn slice_element_is_map(slices: &[&[Value]]) -> Result<bool> {
     let mut first: Option<&'static str> = None;
     for item in slices.iter().flat_map(|s| s.iter()) {
-        let t = go_type(item);
+        let t = go_format::type_name(item);
         match first {
             None => {
                 if item.is_array() {

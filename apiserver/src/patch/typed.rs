@@ -68,7 +68,7 @@ pub(crate) fn item_path_element(kind: &ListKind, item: &Value) -> Result<PathEle
                     None => {
                         return Err(format!(
                             "associative list with keys has an element that omits key field {} (and doesn't have default value)",
-                            super::go_format::quote(key)
+                            crate::go_format::quote(key)
                         ));
                     }
                 }
@@ -137,7 +137,7 @@ fn validate_node(
         _ => None,
     };
     if let Some(expected) = expected {
-        let message = format!("expected {expected}, got {}", super::go_format::value_v(value));
+        let message = format!("expected {expected}, got {}", crate::go_format::value_v(value));
         errors.push(ValidationError {
             path: path.to_string(),
             message,

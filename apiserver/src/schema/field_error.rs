@@ -4,7 +4,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use super::go_format;
+use crate::go_format;
 
 /// The kinds of `field.ErrorType`; each maps to a Status cause `reason`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -207,7 +207,7 @@ fn render_bad_value(value: &Value) -> String {
         // A nil BadValue becomes the string "null", which is then quoted.
         Value::Null => go_format::quote("null"),
         Value::String(s) => go_format::quote(s),
-        Value::Number(n) => go_format::number(n),
+        Value::Number(n) => go_format::number_v(n),
         Value::Bool(b) => b.to_string(),
         Value::Array(_) | Value::Object(_) => go_format::sharp_v(value),
     }

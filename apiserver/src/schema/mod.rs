@@ -42,7 +42,6 @@
 mod defaulting;
 mod field_error;
 mod formats;
-mod go_format;
 mod go_regexp;
 mod object_meta;
 mod pruning;

@@ -268,7 +268,7 @@ fn json_kind(value: &Value) -> String {
     match value {
         Value::Null => "null".into(),
         Value::Bool(_) => "bool".into(),
-        Value::Number(n) if n.is_f64() => format!("number {}", super::go_format::number(n)),
+        Value::Number(n) if n.is_f64() => format!("number {}", crate::go_format::number_v(n)),
         Value::Number(_) => "number".into(),
         Value::String(_) => "string".into(),
         Value::Array(_) => "array".into(),
@@ -311,7 +311,7 @@ pub(crate) fn decode_problem(metadata: &Value) -> Option<String> {
                 Value::String(text) if normalize_time(text).is_some() => None,
                 Value::String(text) => Some(format!(
                     "parsing time {} as \"2006-01-02T15:04:05Z07:00\": cannot parse as RFC3339",
-                    super::go_format::quote(text)
+                    crate::go_format::quote(text)
                 )),
                 other => Some(type_error(other, &format!("ObjectMeta.{key}"), "string")),
             },

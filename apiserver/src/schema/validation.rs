@@ -5,9 +5,9 @@ use serde_json::{Map, Number, Value};
 
 use super::field_error::{FieldError, FieldPath};
 use super::formats;
-use super::go_format;
 use super::object_meta::{self, NameRule};
 use super::structural::{AdditionalProperties, Structural};
+use crate::go_format;
 
 /// kube-openapi's error codes that the CRD handler distinguishes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,7 +127,7 @@ fn to_field_error(issue: Issue, prefix: Option<&FieldPath>) -> FieldError {
                 .iter()
                 .map(|v| match v {
                     Value::String(s) => s.clone(),
-                    other => go_format::json(other),
+                    other => go_format::json_text(other),
                 })
                 .collect();
             FieldError::not_supported(path, value.unwrap_or(Value::Null), &supported)
@@ -428,7 +428,7 @@ fn validate_number(s: &Structural, path: &str, number: &Number, data: &Value) ->
                 if factor < 0.0 {
                     let message = format!(
                         "factor MultipleOf declared for {path} must be positive: {}",
-                        go_format::float(factor)
+                        go_format::float_v(factor)
                     );
                     outcome
                         .issues
@@ -440,7 +440,7 @@ fn validate_number(s: &Structural, path: &str, number: &Number, data: &Value) ->
                         float / factor
                     };
                     if !is_float64_a_json_integer(multiple) {
-                        let message = format!("{path} in body should be a multiple of {}", go_format::float(factor));
+                        let message = format!("{path} in body should be a multiple of {}", go_format::float_v(factor));
                         outcome
                             .issues
                             .push(Issue::new(Code::Other, path, message, value.clone()));
@@ -461,7 +461,7 @@ fn validate_number(s: &Structural, path: &str, number: &Number, data: &Value) ->
             }
             None => (
                 (!exclusive && float < minimum) || (exclusive && float <= minimum),
-                go_format::float(minimum),
+                go_format::float_v(minimum),
             ),
         };
         if fails {
@@ -488,7 +488,7 @@ fn validate_number(s: &Structural, path: &str, number: &Number, data: &Value) ->
             }
             None => (
                 (!exclusive && float > maximum) || (exclusive && float >= maximum),
-                go_format::float(maximum),
+                go_format::float_v(maximum),
             ),
         };
         if fails {
@@ -549,7 +549,7 @@ fn validate_enum(s: &Structural, path: &str, data: &Value) -> Outcome {
     if s.enum_values.is_empty() || s.enum_values.iter().any(|allowed| enum_matches(data, allowed)) {
         return Outcome::default();
     }
-    let listed: Vec<String> = s.enum_values.iter().map(go_value).collect();
+    let listed: Vec<String> = s.enum_values.iter().map(go_format::value_v).collect();
     let message = format!("{path} in body should be one of [{}]", listed.join(" "));
     Outcome::fail(Issue::Validation {
         code: Code::Enum,
@@ -559,26 +559,6 @@ fn validate_enum(s: &Structural, path: &str, data: &Value) -> Outcome {
         values: s.enum_values.clone(),
         valid: None,
     })
-}
-
-/// Go's `%v` of a decoded value (used inside the enum message).
-fn go_value(value: &Value) -> String {
-    match value {
-        Value::Null => "<nil>".to_string(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => go_format::number(n),
-        Value::String(s) => s.clone(),
-        Value::Array(items) => format!("[{}]", items.iter().map(go_value).collect::<Vec<_>>().join(" ")),
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            let parts: Vec<String> = keys
-                .iter()
-                .map(|k| format!("{k}:{}", go_value(&map[k.as_str()])))
-                .collect();
-            format!("map[{}]", parts.join(" "))
-        }
-    }
 }
 
 /// Whether `data` equals the enum value after Go's `reflect.Value.Convert` to the enum value's type.
@@ -916,6 +896,16 @@ mod tests {
                 r#"spec.mode: Unsupported value: "x": supported values: "a", "b""#,
                 r#"spec.level: Unsupported value: 3: supported values: "1", "2""#,
             ]
+        );
+    }
+
+    #[test]
+    fn enum_values_are_listed_as_go_json() {
+        // The CRD handler lists non-string enum values with json.Marshal of the float64 Go decoded.
+        let s = spec_schema(json!({"ratio": {"type": "number", "enum": [0.5, 100.0, 1e21, 1e-7]}}));
+        assert_eq!(
+            messages(&s, json!({"spec": {"ratio": 3}})),
+            vec![r#"spec.ratio: Unsupported value: 3: supported values: "0.5", "100", "1e+21", "1e-7""#]
         );
     }
 
