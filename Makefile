@@ -36,13 +36,15 @@ dev: plugins polyglot build
 	done
 	$(CARGO_TARGET_DIR)/debug/wasm-reconciler dev --plugins-dir $(DEV_DIR)/plugins --kubeconfig-out $(DEV_DIR)/kubeconfig $(DEV_ARGS)
 
-## test: everything CI runs — formatting, lints, every test (unit, plugin, API server, end to end).
-test: toolchain polyglot
+## test: everything CI runs — formatting, lints, every test (unit, plugin, API server, end to end on the embedded
+## API server and again on a real kube-apiserver).
+test: toolchain polyglot kube-harness
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	@mkdir -p $(CARGO_TARGET_DIR)
 	$(CARGO) test --workspace 2>&1 | tee $(CARGO_TARGET_DIR)/test-output.log
 	$(CARGO) test -p configmapset -p webapp --features configmapset/crd,webapp/crd 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
+	E2E_SERVER=real $(CARGO) test -p wasm-reconciler-tests -- --skip embedded_only:: 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
 	@awk '/^test result:/ { passed += $$4; failed += $$6 } END { printf "tests: %d passed, %d failed\n", passed, failed }' $(CARGO_TARGET_DIR)/test-output.log
 
 ## toolchain: the pinned Rust toolchain with the wasm32-wasip2 target.

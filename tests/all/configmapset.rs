@@ -63,7 +63,10 @@ async fn create_converges_to_children_status_and_conditions() -> anyhow::Result<
     assert_eq!(condition(&ready, "Reconciled"), Some("True"));
 
     let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.clone(), "default");
-    let children = config_maps.list(&ListParams::default()).await?;
+    // Selected by the set's label: a real cluster also keeps its CA bundle (`kube-root-ca.crt`) in every namespace.
+    let children = config_maps
+        .list(&ListParams::default().labels("examples.wasm-reconciler.io/configmapset=web"))
+        .await?;
     let mut names: Vec<String> = children.items.iter().filter_map(|c| c.metadata.name.clone()).collect();
     names.sort();
     assert_eq!(names, ["web-0", "web-1", "web-2"]);

@@ -219,20 +219,9 @@ async fn a_deleted_child_comes_back_and_a_drifted_child_is_corrected() -> anyhow
         "-o",
         "jsonpath={.metadata.resourceVersion}",
     ];
-    let tampered_at: u64 = match tokio::task::block_in_place(|| fixture.cluster.kubectl_ok(&args)) {
-        Some(version) => version.trim().parse()?,
-        None => {
-            let patched = fixture
-                .config_maps
-                .patch(
-                    "conf-0",
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({"data": {"greeting": "tampered"}})),
-                )
-                .await?;
-            patched.metadata.resource_version.unwrap_or_default().parse()?
-        }
-    };
+    let tampered_at: u64 = tokio::task::block_in_place(|| fixture.cluster.kubectl_ok(&args))
+        .trim()
+        .parse()?;
     let corrected = wait_for(CONVERGE, "conf-0 to be corrected", || {
         let config_maps = fixture.config_maps.clone();
         async move {

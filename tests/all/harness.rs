@@ -21,23 +21,57 @@ pub fn init_logging() {
         .try_init();
 }
 
-/// An embedded API server served over HTTP, with a kubeconfig in a temporary directory.
+/// Which API server the end-to-end tests run against, from `E2E_SERVER`: `embedded` (the default; the project's
+/// own, in this process) or `real` (kube-apiserver, etcd and kube-controller-manager built by `tests/kube/`, one
+/// control plane per test).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerKind {
+    /// The embedded API server.
+    Embedded,
+    /// A real Kubernetes control plane.
+    Real,
+}
+
+impl ServerKind {
+    /// The kind `E2E_SERVER` asks for.
+    pub fn from_environment() -> Self {
+        match std::env::var("E2E_SERVER").as_deref() {
+            Err(_) | Ok("") | Ok("embedded") => Self::Embedded,
+            Ok("real") => Self::Real,
+            Ok(other) => panic!("E2E_SERVER must be `embedded` or `real`, not {other:?}"),
+        }
+    }
+}
+
+/// The API server a test drives, with a kubeconfig in a temporary directory: embedded and served over HTTP, or a
+/// real control plane.
 pub struct Cluster {
-    pub server: ApiServer,
-    serving: Option<ServingHandle>,
+    backend: Backend,
     pub dir: tempfile::TempDir,
     pub kubeconfig: PathBuf,
     pub url: String,
 }
 
+enum Backend {
+    Embedded {
+        server: ApiServer,
+        serving: Option<ServingHandle>,
+    },
+    Real(RealCluster),
+}
+
 impl Cluster {
-    /// An in-memory cluster.
+    /// A fresh cluster of the kind `E2E_SERVER` asks for (in-memory when embedded).
     pub async fn start() -> anyhow::Result<Self> {
-        Self::start_with(None).await
+        match ServerKind::from_environment() {
+            ServerKind::Embedded => Self::start_embedded(None).await,
+            ServerKind::Real => Self::start_real().await,
+        }
     }
 
-    /// A cluster keeping its state in `data_dir` (survives [`Cluster::restart`]).
-    pub async fn start_with(data_dir: Option<PathBuf>) -> anyhow::Result<Self> {
+    /// An embedded cluster, keeping its state in `data_dir` when given (survives a restart), for tests that need
+    /// what only the embedded server offers (fault injection, a restart on another port, a request recorder).
+    pub async fn start_embedded(data_dir: Option<PathBuf>) -> anyhow::Result<Self> {
         init_logging();
         let dir = tempfile::tempdir()?;
         let server = ApiServer::builder().data_dir(data_dir).build().await?;
@@ -46,12 +80,74 @@ impl Cluster {
         let kubeconfig = dir.path().join("kubeconfig");
         write_kubeconfig(&kubeconfig, &url, None)?;
         Ok(Self {
-            server,
-            serving: Some(serving),
+            backend: Backend::Embedded {
+                server,
+                serving: Some(serving),
+            },
             dir,
             kubeconfig,
             url,
         })
+    }
+
+    /// A fresh real control plane (`tests/kube/`), admin credentials in its kubeconfig.
+    pub async fn start_real() -> anyhow::Result<Self> {
+        init_logging();
+        let dir = tempfile::tempdir()?;
+        let real = RealCluster::start(&dir.path().join("control-plane")).await?;
+        Ok(Self {
+            kubeconfig: real.kubeconfig.clone(),
+            url: real.server.clone(),
+            backend: Backend::Real(real),
+            dir,
+        })
+    }
+
+    /// Whether this is a real control plane.
+    pub fn is_real(&self) -> bool {
+        matches!(self.backend, Backend::Real(_))
+    }
+
+    /// The embedded API server, for fault injection. Panics on a real cluster: tests that need it start with
+    /// [`Cluster::start_embedded`].
+    pub fn embedded(&self) -> &ApiServer {
+        match &self.backend {
+            Backend::Embedded { server, .. } => server,
+            Backend::Real(_) => {
+                panic!("this test needs the embedded API server; start it with Cluster::start_embedded")
+            }
+        }
+    }
+
+    /// Stops the embedded API server, reopens its data directory in a new one and serves it on a new port; the
+    /// URL and kubeconfig point to it afterwards.
+    pub async fn restart_embedded(&mut self, data_dir: &Path) -> anyhow::Result<()> {
+        self.stop().await;
+        // Dropping the old server releases the data directory.
+        self.backend = Backend::Embedded {
+            server: ApiServer::builder().build().await?,
+            serving: None,
+        };
+        let server = wait_for(
+            Duration::from_secs(30),
+            "the data directory to be released",
+            || async move {
+                ApiServer::builder()
+                    .data_dir(Some(data_dir.to_path_buf()))
+                    .build()
+                    .await
+                    .ok()
+            },
+        )
+        .await;
+        let serving = server.serve(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).await?;
+        self.url = serving.url();
+        write_kubeconfig(&self.kubeconfig, &self.url, None)?;
+        self.backend = Backend::Embedded {
+            server,
+            serving: Some(serving),
+        };
+        Ok(())
     }
 
     /// A kube client over HTTP from the kubeconfig, as a user's program would build it.
@@ -59,42 +155,150 @@ impl Cluster {
         client_from_kubeconfig(&self.kubeconfig).await
     }
 
-    /// Runs `kubectl` against this cluster. `None` (with a printed reason) when kubectl is not installed.
-    pub fn kubectl(&self, args: &[&str]) -> Option<Output> {
+    /// Runs `kubectl` against this cluster.
+    pub fn kubectl(&self, args: &[&str]) -> Output {
         kubectl(&self.kubeconfig, args)
     }
 
     /// Like [`Cluster::kubectl`], failing the test on a non-zero exit and returning stdout.
-    pub fn kubectl_ok(&self, args: &[&str]) -> Option<String> {
-        let output = self.kubectl(args)?;
+    pub fn kubectl_ok(&self, args: &[&str]) -> String {
+        let output = self.kubectl(args);
         assert!(
             output.status.success(),
             "kubectl {} failed:\n{}",
             args.join(" "),
             String::from_utf8_lossy(&output.stderr)
         );
-        Some(String::from_utf8_lossy(&output.stdout).into_owned())
+        String::from_utf8_lossy(&output.stdout).into_owned()
     }
 
-    /// Stops serving (the port closes).
+    /// Stops serving (the port closes). A real control plane stops for good.
     pub async fn stop(&mut self) {
-        if let Some(serving) = self.serving.take() {
-            serving.shutdown().await;
+        match &mut self.backend {
+            Backend::Embedded { serving, .. } => {
+                if let Some(serving) = serving.take() {
+                    serving.shutdown().await;
+                }
+            }
+            Backend::Real(real) => real.stop().await,
         }
     }
 }
 
-/// Runs kubectl with a kubeconfig; `None` with a printed reason when kubectl is missing.
-pub fn kubectl(kubeconfig: &Path, args: &[&str]) -> Option<Output> {
-    match std::process::Command::new("kubectl")
+/// A real control plane run by `kube-harness` (built by `tests/kube/build.sh`) in a directory of its own; stopped
+/// when dropped (the launcher's components die with it).
+pub struct RealCluster {
+    launcher: tokio::process::Child,
+    /// Its admin kubeconfig.
+    pub kubeconfig: PathBuf,
+    /// `https://127.0.0.1:PORT`.
+    pub server: String,
+    /// Where the components log.
+    pub logs: PathBuf,
+}
+
+/// How long a control plane may take to come up (it is a few seconds on an idle machine).
+const REAL_CLUSTER_START: Duration = Duration::from_secs(180);
+
+impl RealCluster {
+    /// Starts a control plane keeping its state in `dir`.
+    pub async fn start(dir: &Path) -> anyhow::Result<Self> {
+        let bin = real_cluster_bin_dir()?;
+        let mut launcher = tokio::process::Command::new(bin.join("kube-harness"))
+            .args(["up", "--bin-dir"])
+            .arg(&bin)
+            .arg("--dir")
+            .arg(dir)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting kube-harness")?;
+        let stdout = launcher.stdout.take().context("kube-harness stdout")?;
+        let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout));
+        let ready = tokio::time::timeout(REAL_CLUSTER_START, lines.next_line())
+            .await
+            .with_context(|| format!("the real control plane in {} did not become ready", dir.display()))??
+            .with_context(|| {
+                format!(
+                    "kube-harness exited before it was ready; see {}",
+                    dir.join("logs/kube-harness.log").display()
+                )
+            })?;
+        let field = |name: &str| {
+            ready
+                .split(' ')
+                .find_map(|part| part.strip_prefix(name)?.strip_prefix('='))
+                .map(str::to_owned)
+                .with_context(|| format!("kube-harness's ready line {ready:?} has no {name}"))
+        };
+        Ok(Self {
+            kubeconfig: PathBuf::from(field("kubeconfig")?),
+            server: field("server")?,
+            logs: PathBuf::from(field("logs")?),
+            launcher,
+        })
+    }
+
+    /// Stops the control plane cleanly (SIGTERM) and waits for it.
+    pub async fn stop(&mut self) {
+        if let Some(pid) = self.launcher.id() {
+            let _ = std::process::Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status();
+        }
+        if tokio::time::timeout(Duration::from_secs(30), self.launcher.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.launcher.start_kill();
+        }
+    }
+}
+
+/// The directory holding `kube-harness` and the control-plane binaries; they must have been built
+/// (`make kube-harness`, which `make test` runs first).
+pub fn real_cluster_bin_dir() -> anyhow::Result<PathBuf> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("kube/build.sh");
+    let output = std::process::Command::new(&script)
+        .arg("--print-bin-dir")
+        .output()
+        .with_context(|| format!("running {}", script.display()))?;
+    anyhow::ensure!(output.status.success(), "{} --print-bin-dir failed", script.display());
+    let bin = PathBuf::from(String::from_utf8(output.stdout)?.trim());
+    anyhow::ensure!(
+        bin.join("kube-harness").exists() && bin.join("kube-apiserver").exists(),
+        "the real control plane is not built in {}: run `make kube-harness` (tests/kube/build.sh) first",
+        bin.display()
+    );
+    Ok(bin)
+}
+
+/// The kubectl the tests drive clusters with: the one `tests/kube/build.sh` builds beside the control plane (the
+/// server's version), else one on `PATH`.
+fn kubectl_binary() -> &'static Path {
+    static KUBECTL: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    KUBECTL.get_or_init(|| {
+        real_cluster_bin_dir()
+            .map(|bin| bin.join("kubectl"))
+            .ok()
+            .filter(|kubectl| kubectl.exists())
+            .unwrap_or_else(|| PathBuf::from("kubectl"))
+    })
+}
+
+/// Runs kubectl with a kubeconfig; a missing kubectl fails the test.
+pub fn kubectl(kubeconfig: &Path, args: &[&str]) -> Output {
+    match std::process::Command::new(kubectl_binary())
         .args(args)
         .env("KUBECONFIG", kubeconfig)
         .output()
     {
-        Ok(output) => Some(output),
+        Ok(output) => output,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            println!("skipping kubectl step: kubectl is not installed");
-            None
+            panic!(
+                "kubectl is not installed; the end-to-end tests drive clusters with it (`make kube-harness` builds it)"
+            )
         }
         Err(error) => panic!("running kubectl: {error}"),
     }

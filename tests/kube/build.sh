@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds etcd, kube-apiserver, kube-controller-manager, helm and kube-harness from the Go modules pinned in
+# Builds etcd, kube-apiserver, kube-controller-manager, kubectl, helm and kube-harness from the Go modules pinned in
 # tests/kube/go.mod into a cache directory keyed by the Kubernetes version and a hash of go.mod, go.sum and the
 # harness sources; does nothing when that directory is complete.
 #
@@ -35,7 +35,7 @@ inputs_hash="$(
 cache_root="${WASM_RECONCILER_CACHE:-$HOME/.cache/wasm-reconciler}/kube"
 key_dir="$cache_root/$kubernetes_version-$inputs_hash"
 bin_dir="$key_dir/bin"
-binaries=(etcd kube-apiserver kube-controller-manager helm kube-harness)
+binaries=(etcd kube-apiserver kube-controller-manager kubectl helm kube-harness)
 
 if [[ ${1:-} == --print-bin-dir ]]; then
 	echo "$bin_dir"
@@ -96,13 +96,13 @@ ldflags+=(
 staging="$key_dir/bin.partial"
 rm -rf "$staging"
 mkdir -p "$staging"
-say "building kubernetes $kubernetes_version (kube-apiserver, kube-controller-manager), etcd $etcd_version, helm $helm_version and kube-harness with $(go env GOVERSION) into $bin_dir"
+say "building kubernetes $kubernetes_version (kube-apiserver, kube-controller-manager, kubectl), etcd $etcd_version, helm $helm_version and kube-harness with $(go env GOVERSION) into $bin_dir"
 say "with an empty Go build cache this takes a long while (measured times: docs/real-cluster.md)"
 started=$SECONDS
 # Static binaries as Kubernetes releases them; -mod=readonly so that go.sum is never rewritten by a build.
 CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath -ldflags "${ldflags[*]}" -o "$staging/" \
 	./cmd/kube-apiserver ./cmd/kube-controller-manager ./cmd/kube-harness \
-	go.etcd.io/etcd/server/v3 helm.sh/helm/v3/cmd/helm
+	k8s.io/kubernetes/cmd/kubectl go.etcd.io/etcd/server/v3 helm.sh/helm/v3/cmd/helm
 # go build names a binary after its import path without the major-version suffix.
 mv "$staging/server" "$staging/etcd"
 for binary in "${binaries[@]}"; do [[ -x $staging/$binary ]] || die "the build did not produce $binary"; done

@@ -6,17 +6,17 @@
 #
 #   tests/kube/selfcheck.sh            (KEEP=1 keeps the temporary directory with the logs)
 #
-# Needs kubectl and curl on PATH; ends with "N passed, N failed" and exits non-zero on any failure.
+# Needs curl on PATH (kubectl is the one build.sh builds); ends with "N passed, N failed" and exits non-zero on any failure.
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 say() { printf 'kube-harness selfcheck: %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }
 
-for tool in kubectl curl; do
-	command -v "$tool" >/dev/null || die "$tool is required on PATH"
-done
+command -v curl >/dev/null || die "curl is required on PATH"
 bin_dir="$("$here/build.sh")" || die "tests/kube/build.sh failed"
+# The kubectl built beside the control plane, of the server's version.
+export PATH="$bin_dir:$PATH"
 kubernetes_version="$(sed -n 's/^kubernetes //p' "$bin_dir/../versions")"
 
 work="$(mktemp -d)"

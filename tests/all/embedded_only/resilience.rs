@@ -2,8 +2,6 @@
 //! killed mid-convergence is succeeded by a new one (against a restarted durable API server) that finishes the job
 //! without creating any child twice or leaking a finalizer.
 
-use std::net::{Ipv4Addr, SocketAddr};
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -11,7 +9,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::json;
-use wasm_reconciler_apiserver::{ApiServer, ServingHandle, WriteFault, write_kubeconfig};
+use wasm_reconciler_apiserver::WriteFault;
 
 use crate::harness::{Cluster, Host, condition, wait_for};
 use crate::journal::{Action, Journal, count_per_name};
@@ -56,7 +54,7 @@ async fn assert_no_fault_pending(config_maps: &Api<ConfigMap>, probe: &str) -> a
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conflicts_server_errors_and_dropped_watches_still_converge() -> anyhow::Result<()> {
-    let cluster = Cluster::start().await?;
+    let cluster = Cluster::start_embedded(None).await?;
     let plugins = cluster.dir.path().join("plugins");
     install_example(&plugins, "configmapset", wasm_reconciler_artifacts::CONFIGMAPSET)?;
     let host = Host::start(&cluster, Host::dev_options(&plugins)).await?;
@@ -64,7 +62,7 @@ async fn conflicts_server_errors_and_dropped_watches_still_converge() -> anyhow:
     let sets = namespaced(&client, "default", &configmapset_resource());
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     wait_served(&sets).await;
-    let faults = cluster.server.faults();
+    let faults = cluster.embedded().faults();
 
     // 409s on child writes: re-queued quietly, no failure reported.
     faults.fail_writes("configmaps", 4, WriteFault::Conflict);
@@ -129,32 +127,11 @@ async fn conflicts_server_errors_and_dropped_watches_still_converge() -> anyhow:
     host.stop().await
 }
 
-/// Stops serving, reopens the data directory in a new API server and serves it on a new port; the cluster's URL
-/// and kubeconfig point to it afterwards. The returned handle keeps it serving.
-async fn restart_server(cluster: &mut Cluster, data_dir: &Path) -> anyhow::Result<ServingHandle> {
-    cluster.stop().await;
-    let placeholder = ApiServer::builder().build().await?;
-    drop(std::mem::replace(&mut cluster.server, placeholder));
-    let server = wait_for(CONVERGE, "the data directory to be released", || async move {
-        ApiServer::builder()
-            .data_dir(Some(data_dir.to_path_buf()))
-            .build()
-            .await
-            .ok()
-    })
-    .await;
-    let serving = server.serve(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).await?;
-    cluster.url = serving.url();
-    write_kubeconfig(&cluster.kubeconfig, &cluster.url, None)?;
-    cluster.server = server;
-    Ok(serving)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_killed_mid_convergence_is_succeeded_after_a_durable_restart() -> anyhow::Result<()> {
     let state = tempfile::tempdir()?;
     let data_dir = state.path().join("data");
-    let mut cluster = Cluster::start_with(Some(data_dir.clone())).await?;
+    let mut cluster = Cluster::start_embedded(Some(data_dir.clone())).await?;
     let plugins = cluster.dir.path().join("plugins");
     install_example(&plugins, "configmapset", wasm_reconciler_artifacts::CONFIGMAPSET)?;
     let host = Host::start(&cluster, Host::dev_options(&plugins)).await?;
@@ -164,7 +141,7 @@ async fn a_host_killed_mid_convergence_is_succeeded_after_a_durable_restart() ->
     wait_served(&sets).await;
 
     // Slow every request down so that convergence takes many visible rounds, then crash the host halfway.
-    cluster.server.faults().set_latency(Duration::from_millis(20));
+    cluster.embedded().faults().set_latency(Duration::from_millis(20));
     create_when_served(&sets, configmapset("durable", 30, 2, "hello")).await?;
     wait_for(CONVERGE, "a few children to exist", || {
         let config_maps = config_maps.clone();
@@ -172,10 +149,10 @@ async fn a_host_killed_mid_convergence_is_succeeded_after_a_durable_restart() ->
     })
     .await;
     host.kill();
-    cluster.server.faults().clear();
+    cluster.embedded().faults().clear();
     drop((sets, config_maps, client));
 
-    let _serving = restart_server(&mut cluster, &data_dir).await?;
+    cluster.restart_embedded(&data_dir).await?;
     let client = cluster.client().await?;
     let sets = namespaced(&client, "default", &configmapset_resource());
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
@@ -226,7 +203,7 @@ async fn a_host_killed_mid_convergence_is_succeeded_after_a_durable_restart() ->
 /// watch event that follows is older than the cached object and is dropped, so the fold-in itself must re-queue.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spec_change_that_arrives_inside_the_hosts_own_status_write_is_reconciled() -> anyhow::Result<()> {
-    let cluster = Cluster::start().await?;
+    let cluster = Cluster::start_embedded(None).await?;
     let plugins = cluster.dir.path().join("plugins");
     install_test_plugin(
         &plugins,
@@ -247,7 +224,7 @@ async fn a_spec_change_that_arrives_inside_the_hosts_own_status_write_is_reconci
 
     // The host's watches fall behind; meanwhile a user edits the spec (generation 2) and a reconcile of the stale
     // cached object (generation 1), started by a configuration reload, writes a new status.
-    let faults = cluster.server.faults();
+    let faults = cluster.embedded().faults();
     faults.pause_watches();
     echoes
         .patch(

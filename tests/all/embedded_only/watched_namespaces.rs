@@ -18,7 +18,7 @@ const CONFIG: &str = "reads:\n- {apiVersion: v1, kind: Service, namespace: team-
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plugin_limited_to_namespaces_watches_only_those() -> anyhow::Result<()> {
-    let cluster = Cluster::start().await?;
+    let cluster = Cluster::start_embedded(None).await?;
     let client = cluster.client().await?;
     for namespace in ["team-a", "team-b"] {
         create_namespace(&client, namespace).await?;
@@ -32,7 +32,7 @@ async fn a_plugin_limited_to_namespaces_watches_only_those() -> anyhow::Result<(
         CONFIG,
         Some("namespaces: [team-a]\n"),
     )?;
-    let front = RecordingFront::start(&cluster.server, cluster.dir.path()).await?;
+    let front = RecordingFront::start(cluster.embedded(), cluster.dir.path()).await?;
     let host = Host::start_with_kubeconfig(&front.kubeconfig, Host::dev_options(&plugins)).await?;
 
     let in_a = namespaced(&client, "team-a", &echo_resource());
