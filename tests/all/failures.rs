@@ -1,6 +1,6 @@
 //! Failing plugins: an error is visible on the object and in a Warning Event, retried with exponential backoff, and
 //! recovered from by a hot reload; endless loops, panics and memory bombs are contained while other plugins in the
-//! same host keep converging.
+//! same host keep converging — and a host that has seen all that exports every metric `docs/metrics.md` documents.
 
 use std::time::Instant;
 
@@ -13,6 +13,7 @@ use crate::kinds::{
     echo_resource, failed_with, install_example, install_test_plugin, namespaced, occurrences, reconciled,
     set_ready_with, test_object, wait_event, wait_object,
 };
+use crate::telemetry_probe::{documented_metrics, exported, free_local_addr, http_get, sample, sum_samples};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plugin_error_is_reported_retried_with_backoff_and_recovers_on_hot_reload() -> anyhow::Result<()> {
@@ -128,7 +129,15 @@ async fn misbehaving_plugins_fail_visibly_while_other_plugins_converge() -> anyh
         install_chaos(&plugins, behaviour, limits)?;
     }
     install_example(&plugins, "configmapset", wasm_reconciler_artifacts::CONFIGMAPSET)?;
-    let host = Host::start(&cluster, Host::dev_options(&plugins)).await?;
+    let telemetry = free_local_addr();
+    let host = Host::start(
+        &cluster,
+        wasm_reconciler::cli::serve::HostOptions {
+            metrics_addr: Some(telemetry),
+            ..Host::dev_options(&plugins)
+        },
+    )
+    .await?;
 
     for (behaviour, _, reason, detail) in cases {
         let chaos = namespaced(&client, behaviour, &chaos_resource());
@@ -166,5 +175,68 @@ async fn misbehaving_plugins_fail_visibly_while_other_plugins_converge() -> anyh
             "a failed reconcile writes no plugin status"
         );
     }
+
+    // Every documented metric is exported by this host, which has reconciled, failed and retried.
+    let (status, metrics) = http_get(telemetry, "/metrics").await.expect("the host serves /metrics");
+    assert_eq!(status, 200);
+    let documented = documented_metrics();
+    assert!(
+        documented.len() >= 12,
+        "docs/metrics.md lists the metrics: {documented:?}"
+    );
+    let missing: Vec<&String> = documented.iter().filter(|name| !exported(&metrics, name)).collect();
+    assert!(
+        missing.is_empty(),
+        "documented but not exported: {missing:?}\n{metrics}"
+    );
+    let of = |plugin: &str| format!(r#"plugin="{plugin}""#);
+    for (metric, plugin) in [
+        ("wasm_reconciler_workqueue_adds_total", "configmapset"),
+        ("wasm_reconciler_workqueue_retries_total", "chaos-loop"),
+        ("wasm_reconciler_plugin_timeouts_total", "chaos-loop"),
+        ("wasm_reconciler_plugin_memory_exhausted_total", "chaos-memory-bomb"),
+        ("wasm_reconciler_reconcile_duration_seconds_count", "configmapset"),
+    ] {
+        assert!(
+            sum_samples(&metrics, metric, &[&of(plugin)]) > 0.0,
+            "{metric} of {plugin}\n{metrics}"
+        );
+    }
+    assert!(
+        sum_samples(
+            &metrics,
+            "wasm_reconciler_reconcile_total",
+            &[&of("configmapset"), r#"result="success""#]
+        ) > 0.0
+    );
+    assert!(
+        sum_samples(
+            &metrics,
+            "wasm_reconciler_reconcile_errors_total",
+            &[&of("chaos-panic"), r#"reason="PluginTrapped""#]
+        ) > 0.0
+    );
+    assert!(
+        sum_samples(
+            &metrics,
+            "wasm_reconciler_plugin_loads_total",
+            &[&of("configmapset"), r#"result="loaded""#]
+        ) > 0.0
+    );
+    assert!(sum_samples(&metrics, "wasm_reconciler_plugin_info", &[&of("configmapset")]) == 1.0);
+    assert!(sum_samples(&metrics, "wasm_reconciler_workqueue_depth", &[&of("configmapset")]) >= 0.0);
+    assert_eq!(sample(&metrics, "wasm_reconciler_leader"), Some(1.0));
+    // The cache metric is refreshed every half second; the five children are there by then.
+    let cached = crate::harness::wait_for(
+        std::time::Duration::from_secs(10),
+        "cached ConfigMaps counted",
+        || async move {
+            let (_, metrics) = http_get(telemetry, "/metrics").await?;
+            let cached = sum_samples(&metrics, "wasm_reconciler_cache_objects", &[r#"kind="v1/ConfigMap""#]);
+            (cached >= 5.0).then_some(cached)
+        },
+    )
+    .await;
+    assert!(cached >= 5.0);
     host.stop().await
 }

@@ -48,3 +48,27 @@ pub fn sum_samples(metrics: &str, metric: &str, labels: &[&str]) -> f64 {
         })
         .sum()
 }
+
+/// The metric names `docs/metrics.md` documents (the first column of its tables).
+pub fn documented_metrics() -> Vec<String> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/metrics.md");
+    let text = std::fs::read_to_string(path).expect("docs/metrics.md is readable");
+    text.lines()
+        .filter_map(|line| {
+            line.strip_prefix("| `")?
+                .split_once('`')
+                .map(|(name, _)| name.to_owned())
+        })
+        .filter(|name| name.starts_with("wasm_reconciler_"))
+        .collect()
+}
+
+/// Whether `metrics` (a `/metrics` body) holds a sample of `name`: the series itself, or a histogram's
+/// `_bucket`, `_sum` and `_count` series.
+pub fn exported(metrics: &str, name: &str) -> bool {
+    metrics.lines().filter(|line| !line.starts_with('#')).any(|line| {
+        line.strip_prefix(name).is_some_and(|rest| {
+            rest.starts_with(['{', ' ']) || ["_bucket{", "_sum{", "_count{"].iter().any(|s| rest.starts_with(s))
+        })
+    })
+}
