@@ -120,3 +120,8 @@ real-cluster:
 	@bin_dir="$$(tests/kube/build.sh)"; \
 	echo "kubeconfig: $(CURDIR)/$(DEV_DIR)/real-cluster/kubeconfig (written when ready; Ctrl-C stops the cluster)"; \
 	exec "$$bin_dir/kube-harness" up --dir $(DEV_DIR)/real-cluster $(REAL_CLUSTER_ARGS)
+
+.PHONY: helm-check
+## helm-check: the Helm chart (deploy/helm/wasm-reconciler) linted, rendered, compared with `kubectl kustomize deploy/`, installed, upgraded and uninstalled on a real API server.
+helm-check: deploy-files
+	tests/kube/helm-check.sh
