@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use wasm_reconciler::cli::{WorldFixture, render_file};
 use wasm_reconciler::delivery::PluginSettings;
-use wasm_reconciler::plugin::{CallLabels, Limits, Outcome, Plugin, PluginEngine, ReconcileError, WorldView};
+use wasm_reconciler::plugin::{Limits, Outcome, Plugin, PluginEngine, ReconcileError, WorldView};
 
 use crate::{engine, reader};
 
@@ -98,15 +98,14 @@ fn render(plugin: &Plugin, world: &Path) -> Outcome {
             .cloned()
             .collect(),
     );
+    let config = fixture.config.unwrap_or_else(|| json!({}));
     let view = WorldView {
-        primary: fixture.primary,
-        children: fixture.children,
-        config: fixture.config.unwrap_or_else(|| json!({})),
         deleting: fixture.deleting,
         attempt: fixture.attempt,
+        ..WorldView::from_json(&fixture.primary, &fixture.children, &config)
     };
     plugin
-        .reconcile(&view, reader, labels())
+        .reconcile(view, reader)
         .unwrap_or_else(|e| panic!("rendering {}: {}", world.display(), wasm_reconciler::error_chain(&e)))
 }
 
@@ -160,24 +159,12 @@ fn every_port_describes_the_rust_controller() {
 
 /// A ConfigMapSet view whose spec is `spec`, with `children`.
 fn view(spec: Value, children: Vec<Value>) -> WorldView {
-    WorldView {
-        primary: json!({
-            "apiVersion": "examples.wasm-reconciler.io/v1alpha1", "kind": "ConfigMapSet",
-            "metadata": {"name": "demo", "namespace": "apps", "uid": "u-1", "generation": 1},
-            "spec": spec,
-        }),
-        children,
-        config: json!({}),
-        deleting: false,
-        attempt: 0,
-    }
-}
-
-fn labels() -> CallLabels {
-    CallLabels {
-        plugin: "configmapset".into(),
-        key: "apps/demo".into(),
-    }
+    let primary = json!({
+        "apiVersion": "examples.wasm-reconciler.io/v1alpha1", "kind": "ConfigMapSet",
+        "metadata": {"name": "demo", "namespace": "apps", "uid": "u-1", "generation": 1},
+        "spec": spec,
+    });
+    WorldView::from_json(&primary, &children, &json!({}))
 }
 
 #[test]
@@ -212,12 +199,12 @@ fn every_port_refuses_a_bad_spec_with_the_rust_plugin_error() {
     let rust = crate::load(wasm_reconciler_artifacts::CONFIGMAPSET, Limits::default());
     let ports: Vec<(&str, &Plugin)> = PORTS.iter().map(|port| (port.language, port.plugin())).collect();
     for (case, world) in &cases {
-        let expected = match rust.reconcile(world, reader(vec![]), labels()) {
+        let expected = match rust.reconcile(world.clone(), reader(vec![])) {
             Err(ReconcileError::Plugin(message)) => message,
             other => panic!("{case}: the Rust plugin answered {other:?}"),
         };
         for (language, plugin) in &ports {
-            match plugin.reconcile(world, reader(vec![]), labels()) {
+            match plugin.reconcile(world.clone(), reader(vec![])) {
                 Err(ReconcileError::Plugin(message)) => {
                     assert_eq!(
                         message, expected,
@@ -235,7 +222,7 @@ fn python_and_typescript_reconcile_the_benchmark_view_within_their_limits() {
     for port in &PORTS {
         let outcome = port
             .plugin()
-            .reconcile(&benchmark_view(), reader(vec![]), labels())
+            .reconcile(benchmark_view().view(), reader(vec![]))
             .unwrap_or_else(|e| {
                 panic!(
                     "{} on the 21 KB view: {}",
@@ -247,7 +234,7 @@ fn python_and_typescript_reconcile_the_benchmark_view_within_their_limits() {
         let ready = outcome
             .conditions
             .iter()
-            .find(|c| c.type_ == "Ready")
+            .find(|c| c.condition_type == "Ready")
             .expect("a Ready condition");
         assert_eq!(ready.reason, "ReplicasReady", "{}", port.language);
     }
@@ -272,19 +259,38 @@ const CALLS: [(&str, usize); 4] = [
     ("TypeScript (StarlingMonkey)", 20),
 ];
 
+/// A steady-state ConfigMapSet and its children as JSON.
+struct SetView {
+    primary: Value,
+    children: Vec<Value>,
+}
+
+impl SetView {
+    /// The view the host hands the plugin.
+    fn view(&self) -> WorldView {
+        WorldView::from_json(&self.primary, &self.children, &json!({}))
+    }
+
+    /// Bytes of JSON the view puts on the wire.
+    fn wire_bytes(&self) -> usize {
+        let view = self.view();
+        view.primary.len() + view.children.iter().map(String::len).sum::<usize>() + view.config.len()
+    }
+}
+
 /// The world view of `host/benches/reconcile.rs`: one ConfigMapSet and ten matching children, ~21 KB of JSON.
-fn benchmark_view() -> WorldView {
+fn benchmark_view() -> SetView {
     let unpadded = padded_view(BENCH_CHILDREN, 0);
-    let per_object = BENCH_VIEW_BYTES.saturating_sub(wire_bytes(&unpadded)) / (BENCH_CHILDREN + 1);
+    let per_object = BENCH_VIEW_BYTES.saturating_sub(unpadded.wire_bytes()) / (BENCH_CHILDREN + 1);
     padded_view(BENCH_CHILDREN, per_object)
 }
 
 /// A larger steady state, to see how memory and time grow with the view: 100 children of ~10 KB each.
-fn large_view() -> WorldView {
+fn large_view() -> SetView {
     padded_view(LARGE_CHILDREN, 10 * 1024)
 }
 
-fn padded_view(replicas: usize, padding: usize) -> WorldView {
+fn padded_view(replicas: usize, padding: usize) -> SetView {
     let mut settings = String::new();
     let mut line = 0;
     while settings.len() < padding {
@@ -313,7 +319,7 @@ fn padded_view(replicas: usize, padding: usize) -> WorldView {
             })
         })
         .collect();
-    WorldView {
+    SetView {
         primary: json!({
             "apiVersion": "examples.wasm-reconciler.io/v1alpha1", "kind": "ConfigMapSet",
             "metadata": {
@@ -326,16 +332,7 @@ fn padded_view(replicas: usize, padding: usize) -> WorldView {
             },
         }),
         children,
-        config: json!({}),
-        deleting: false,
-        attempt: 0,
     }
-}
-
-fn wire_bytes(view: &WorldView) -> usize {
-    view.primary.to_string().len()
-        + view.children.iter().map(|c| c.to_string().len()).sum::<usize>()
-        + view.config.to_string().len()
 }
 
 /// One language's component and what was measured of it.
@@ -374,8 +371,9 @@ fn load_average() -> String {
 #[ignore = "a measurement: writes docs/benchmarks/polyglot.md; run with --ignored in release mode"]
 fn measure() {
     let load_before = load_average();
-    let view = benchmark_view();
-    let view_bytes = wire_bytes(&view);
+    let set = benchmark_view();
+    let view = set.view();
+    let view_bytes = set.wire_bytes();
     let mut components = vec![
         ("Rust", wasm_reconciler_artifacts::CONFIGMAPSET, None),
         ("Python", PORTS[0].component(), Some(&PORTS[0])),
@@ -403,7 +401,7 @@ fn measure() {
             std::fs::read_to_string(seconds).ok().map(|text| text.trim().to_owned())
         });
         let phases = phases::measure(engine.engine(), &wasm, &view, phases::CALLS).unwrap();
-        let large = phases::measure(engine.engine(), &wasm, &large_view(), phases::CALLS / 10).unwrap();
+        let large = phases::measure(engine.engine(), &wasm, &large_view().view(), phases::CALLS / 10).unwrap();
         loaded.push((
             Measured {
                 language,
@@ -420,9 +418,9 @@ fn measure() {
             engine,
         ));
     }
-    let reader = reader(view.children.clone());
+    let reader = reader(set.children.clone());
     let call = |plugin: &Plugin| {
-        let outcome = plugin.reconcile(&view, reader.clone(), labels()).unwrap();
+        let outcome = plugin.reconcile(view.clone(), reader.clone()).unwrap();
         assert_eq!(outcome.children.map(|c| c.len()), Some(BENCH_CHILDREN));
     };
     for (measured, plugin, _) in &loaded {
@@ -537,7 +535,7 @@ fn markdown(measured: &[&Measured], view_bytes: usize, load: &str) -> String {
          plugin, so no interpreter start-up is paid per call; instantiating copies on write the snapshot's memory, \
          which grows with the interpreter's heap (CPython's is the largest)."
     );
-    let large_bytes = wire_bytes(&large_view());
+    let large_bytes = large_view().wire_bytes();
     let _ = writeln!(
         text,
         "\n## A larger view\n\nThe same steady state with {LARGE_CHILDREN} children of ~10 KB each ({:.2} MB of \
@@ -602,7 +600,6 @@ fn markdown(measured: &[&Measured], view_bytes: usize, load: &str) -> String {
 mod phases {
     use std::time::{Duration, Instant};
 
-    use serde_json::Value;
     use wasm_reconciler::plugin::WorldView;
     use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
     use wasmtime::{ResourceLimiter, Store};
@@ -681,9 +678,9 @@ mod phases {
         bindings::Reconciler::add_to_linker::<State, HasSelf<State>>(&mut linker, |state| state)?;
         let pre = bindings::ReconcilerPre::new(linker.instantiate_pre(&component)?)?;
         let wire_view = types::WorldView {
-            primary: view.primary.to_string(),
-            children: view.children.iter().map(Value::to_string).collect(),
-            config: view.config.to_string(),
+            primary: view.primary.clone(),
+            children: view.children.clone(),
+            config: view.config.clone(),
             deleting: view.deleting,
             attempt: view.attempt,
         };
