@@ -7,7 +7,7 @@
 import { isObject } from "./json.js";
 
 /**
- * A Kubernetes group/version/kind, e.g. `apps/v1 Deployment`; the core group is the empty string.
+ * A Kubernetes group/version/kind, e.g. `apps/v1/Deployment`; the core group is the empty string.
  *
  * ```ts
  * new Gvk("apps", "v1", "Deployment").apiVersion; // "apps/v1"
@@ -54,6 +54,6 @@ export class Gvk {
   }
 
   toString(): string {
-    return `${this.apiVersion} ${this.kind}`;
+    return `${this.apiVersion}/${this.kind}`;
   }
 }

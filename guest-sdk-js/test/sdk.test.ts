@@ -66,7 +66,7 @@ describe("Gvk", () => {
     assert.equal(new Gvk("apps", "v1", "Deployment").apiVersion, "apps/v1");
     assert.equal(configMap.apiVersion, "v1");
     assert.ok(Gvk.fromApiVersion("apps/v1", "Deployment").equals(new Gvk("apps", "v1", "Deployment")));
-    assert.equal(String(new Gvk("apps", "v1", "Deployment")), "apps/v1 Deployment");
+    assert.equal(String(new Gvk("apps", "v1", "Deployment")), "apps/v1/Deployment");
   });
 
   it("matches objects by apiVersion and kind", () => {
@@ -252,7 +252,7 @@ describe("host", () => {
   it("a refused call is a HostError naming the call", () => {
     assert.throws(() => withHost(cluster(), () => host.list(configMap, null, "tier within (x)")), {
       name: "HostError",
-      message: "host list v1 ConfigMap: invalid label selector term `tier within (x)`",
+      message: "host list v1/ConfigMap: invalid label selector term `tier within (x)`",
     });
     const refusing = new MemoryHost();
     refusing.get = () => {
@@ -260,7 +260,7 @@ describe("host", () => {
     };
     assert.throws(() => withHost(refusing, () => host.get(new Gvk("", "v1", "Secret"), "a", "s")), (failure: unknown) => {
       assert.ok(failure instanceof HostError);
-      assert.equal(failure.message, "host get v1 Secret a/s: kind not declared");
+      assert.equal(failure.message, "host get v1/Secret a/s: kind not declared");
       return true;
     });
   });

@@ -69,7 +69,7 @@ def test_gvk_spells_and_matches_api_versions() -> None:
     assert Gvk("apps", "v1", "Deployment").api_version == "apps/v1"
     assert CONFIG_MAP.api_version == "v1"
     assert Gvk.from_api_version("apps/v1", "Deployment") == Gvk("apps", "v1", "Deployment")
-    assert str(Gvk("apps", "v1", "Deployment")) == "apps/v1 Deployment"
+    assert str(Gvk("apps", "v1", "Deployment")) == "apps/v1/Deployment"
     deployment = Gvk("apps", "v1", "Deployment")
     assert deployment.matches({"apiVersion": "apps/v1", "kind": "Deployment"})
     assert not deployment.matches({"apiVersion": "apps/v1beta1", "kind": "Deployment"})
@@ -271,7 +271,7 @@ def test_host_list_filters_by_label_selector() -> None:
 
 
 def test_a_refused_call_is_a_host_error_naming_the_call() -> None:
-    with pytest.raises(HostError, match=r"^host list v1 ConfigMap: invalid label selector term `tier within \(x\)`$"):
+    with pytest.raises(HostError, match=r"^host list v1/ConfigMap: invalid label selector term `tier within \(x\)`$"):
         names("tier within (x)")
 
     class Refusing(MemoryHost):
@@ -280,7 +280,7 @@ def test_a_refused_call_is_a_host_error_naming_the_call() -> None:
 
     with with_host(Refusing()), pytest.raises(HostError) as refused:
         host.get(SECRET, "a", "s")
-    assert str(refused.value) == "host get v1 Secret a/s: kind not declared"
+    assert str(refused.value) == "host get v1/Secret a/s: kind not declared"
 
 
 def test_logs_reach_the_installed_host_and_hosts_nest() -> None:

@@ -10,7 +10,7 @@ __all__ = ["Gvk"]
 
 @dataclass(frozen=True, order=True)
 class Gvk:
-    """A Kubernetes group/version/kind, e.g. ``apps/v1 Deployment``; the core group is the empty string.
+    """A Kubernetes group/version/kind, e.g. ``apps/v1/Deployment``; the core group is the empty string.
 
     >>> Gvk("apps", "v1", "Deployment").api_version
     'apps/v1'
@@ -43,4 +43,4 @@ class Gvk:
         return kind == self.kind and Gvk.from_api_version(api_version, kind) == self
 
     def __str__(self) -> str:
-        return f"{self.api_version} {self.kind}"
+        return f"{self.api_version}/{self.kind}"

@@ -38,7 +38,7 @@ class ConfigMapObject:
         except Error as error:
             metadata = child.get("metadata") if isinstance(child, dict) else None
             name = metadata.get("name") if isinstance(metadata, dict) else None
-            raise error.context(f"reading child v1 ConfigMap {name if isinstance(name, str) else '?'}") from None
+            raise error.context(f"reading child v1/ConfigMap {name if isinstance(name, str) else '?'}") from None
 
     def to_json(self) -> dict[str, Any]:
         """The object as a desired child: empty maps left out, keys sorted."""

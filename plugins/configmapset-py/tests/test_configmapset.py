@@ -184,7 +184,7 @@ def test_a_set_without_spec_names_the_missing_field() -> None:
 
 def test_a_malformed_child_names_itself(fixture: SetFixture) -> None:
     bad = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bad"}, "data": 5}
-    with pytest.raises(Error, match=r"^reading child v1 ConfigMap bad: invalid type: integer `5`, expected a map$"):
+    with pytest.raises(Error, match=r"^reading child v1/ConfigMap bad: invalid type: integer `5`, expected a map$"):
         fixture.with_child(bad).reconcile()
 
 

@@ -37,7 +37,7 @@ export function fromChild(child: JsonObject): ConfigMapObject {
     }
     const metadata = child["metadata"];
     const name = isObject(metadata) && typeof metadata["name"] === "string" ? metadata["name"] : "?";
-    throw failure.context(`reading child v1 ConfigMap ${name}`);
+    throw failure.context(`reading child v1/ConfigMap ${name}`);
   }
 }
 

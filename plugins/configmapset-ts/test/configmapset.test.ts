@@ -127,7 +127,7 @@ describe("configmapset", () => {
   it("describes ConfigMapSets owning ConfigMaps with a finalizer", () => {
     const spec = new ConfigMapSetReconciler().describe();
     assert.ok(spec.primary.equals(new Gvk("examples.wasm-reconciler.io", "v1alpha1", "ConfigMapSet")));
-    assert.deepEqual(spec.ownedKinds.map(String), ["v1 ConfigMap"]);
+    assert.deepEqual(spec.ownedKinds.map(String), ["v1/ConfigMap"]);
     assert.equal(spec.finalizerName, "examples.wasm-reconciler.io/drain");
     assert.equal(spec.resyncSeconds, null);
   });
@@ -249,7 +249,7 @@ describe("configmapset", () => {
       [new SetFixture().burst(null), "reading the primary object: invalid type: null, expected i32"],
       [
         new SetFixture().withChild({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "bad" }, data: 5 }),
-        "reading child v1 ConfigMap bad: invalid type: integer `5`, expected a map",
+        "reading child v1/ConfigMap bad: invalid type: integer `5`, expected a map",
       ],
     ];
     for (const [fixture, message] of cases) {
