@@ -122,7 +122,9 @@ async fn main() -> Result<()> {
     let output = if args.output.is_absolute() {
         args.output.clone()
     } else {
-        repository.join(&args.output)
+        std::fs::canonicalize(&repository)
+            .unwrap_or(repository)
+            .join(&args.output)
     };
     std::fs::write(&output, markdown).with_context(|| format!("writing {}", output.display()))?;
     println!("wrote {}", output.display());

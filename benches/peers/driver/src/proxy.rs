@@ -389,6 +389,29 @@ mod tests {
         assert_eq!(key(Method::GET, "/api/v1/namespaces/a", None), "get namespaces");
     }
 
+    #[tokio::test]
+    async fn requests_are_forwarded_counted_and_finished() {
+        // The upstream answers every request with its method and path.
+        let upstream =
+            Router::new().fallback(|request: Request| async move { format!("{} {}", request.method(), request.uri()) });
+        let proxy = Proxy::start(kube::Client::new(upstream, "default")).await.unwrap();
+        let client = kube::Client::try_from(kube::Config::new(proxy.url().parse().unwrap())).unwrap();
+        let request = http::Request::get("/api/v1/namespaces/a/configmaps/x")
+            .body(Vec::new())
+            .unwrap();
+        let answer = client.request_text(request).await.unwrap();
+        assert_eq!(answer, "GET /api/v1/namespaces/a/configmaps/x");
+        let counts = proxy.log().counts();
+        let get = RequestKey {
+            verb: "get",
+            resource: "configmaps".to_owned(),
+        };
+        assert_eq!((counts.total(), counts.0.get(&get).copied()), (1, Some(1)));
+        assert!(proxy.log().quiet_for().is_some(), "the request is finished");
+        assert!(!proxy.log().watches(&["configmaps"]));
+        proxy.stop();
+    }
+
     #[test]
     fn counts_subtract_and_split_writes() {
         let write = RequestKey {
