@@ -37,6 +37,13 @@ if [[ -f "$component" && "$(cat "$component.stamp" 2>/dev/null)" == "$stamp" ]];
   exit 0
 fi
 
+echo "python: type-checking the SDK (against the generated bindings) and the plugin"
+bindings="$venv/wit-bindings"
+rm -rf "$bindings"
+"$venv/bin/componentize-py" -d "$sdk/src/wasm_reconciler/wit" -w reconciler bindings "$bindings" >/dev/null
+(cd "$sdk" && MYPYPATH="$bindings" "$venv/bin/python" -m mypy --strict --cache-dir "$venv/mypy-cache" src/wasm_reconciler)
+(cd "$here" && MYPYPATH="$sdk/src:$bindings" "$venv/bin/python" -m mypy --strict --cache-dir "$venv/mypy-cache" configmapset app.py)
+
 echo "python: testing the SDK and the plugin"
 (cd "$sdk" && "$venv/bin/python" -m pytest -q -p no:cacheprovider)
 (cd "$here" && PYTHONPATH="$sdk/src:$here" "$venv/bin/python" -m pytest -q -p no:cacheprovider tests)

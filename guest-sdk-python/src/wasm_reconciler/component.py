@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 
-
 from . import wire
 from .reconciler import Reconciler
 

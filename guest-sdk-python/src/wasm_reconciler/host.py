@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from enum import IntEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from .error import Error, HostError
 from .gvk import Gvk
@@ -137,7 +137,7 @@ def get(kind: Gvk, namespace: str | None, name: str) -> dict[str, Any] | None:
         raise HostError(f"host get {kind} {where}: {refused}") from None
     if text is None:
         return None
-    return _parse(text, f"reading {kind} {name} from the host")
+    return cast("dict[str, Any]", _parse(text, f"reading {kind} {name} from the host"))
 
 
 def list(kind: Gvk, namespace: str | None = None, label_selector: str | None = None) -> _list[dict[str, Any]]:

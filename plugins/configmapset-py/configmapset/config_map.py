@@ -36,8 +36,8 @@ class ConfigMapObject:
                 binary_data=decode.optional_string_map(obj, "binaryData"),
             )
         except Error as error:
-            metadata = child.get("metadata") if isinstance(child, dict) else None
-            name = metadata.get("name") if isinstance(metadata, dict) else None
+            found = child.get("metadata") if isinstance(child, dict) else None
+            name = found.get("name") if isinstance(found, dict) else None
             raise error.context(f"reading child v1/ConfigMap {name if isinstance(name, str) else '?'}") from None
 
     def to_json(self) -> dict[str, Any]:
