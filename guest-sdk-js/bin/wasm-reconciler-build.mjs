@@ -86,7 +86,18 @@ export const controller = {
 
 async function componentize(source, engine) {
   const { package: name, version } = ENGINES[engine];
-  const tool = await projectTool(name, version);
+  let tool;
+  try {
+    tool = await projectTool(name, version);
+  } catch (failure) {
+    if (engine === "starlingmonkey" && String(failure).includes("@bytecodealliance/preview2-shim")) {
+      throw new BuildError(
+        `${name}@${version} needs @bytecodealliance/preview2-shim, which it does not declare: ` +
+          "npm install --save-dev --save-exact @bytecodealliance/preview2-shim@0.17.9",
+      );
+    }
+    throw failure;
+  }
   if (engine === "quickjs") {
     const { component } = await tool.componentize({ witPath: WIT_DIR, jsSource: source, world: WORLD, sync: true });
     return component;
