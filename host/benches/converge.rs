@@ -184,7 +184,9 @@ impl Machine {
                 |output| String::from_utf8_lossy(&output.stdout).trim().to_owned(),
             );
         Self {
-            date: chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string(),
+            date: k8s_openapi::jiff::Timestamp::now()
+                .strftime("%Y-%m-%d %H:%M UTC")
+                .to_string(),
             cpus: std::thread::available_parallelism().map_or(1, usize::from),
             cpu_model,
             kernel,

@@ -454,7 +454,11 @@ impl Report {
              edit by hand.\n"
         );
         let _ = writeln!(out, "| | |\n|---|---|");
-        let _ = writeln!(out, "| date (UTC) | {} |", chrono::Utc::now().format("%Y-%m-%d %H:%M"));
+        let _ = writeln!(
+            out,
+            "| date (UTC) | {} |",
+            k8s_openapi::jiff::Timestamp::now().strftime("%Y-%m-%d %H:%M")
+        );
         let _ = writeln!(out, "| cores (`nproc`) | {} |", available_cores());
         let _ = writeln!(out, "| CPU | {} |", cpu_model());
         let _ = writeln!(out, "| load average at the end | {} |", load_average());

@@ -103,11 +103,6 @@ impl Cluster {
         })
     }
 
-    /// Whether this is a real control plane.
-    pub fn is_real(&self) -> bool {
-        matches!(self.backend, Backend::Real(_))
-    }
-
     /// The embedded API server, for fault injection. Panics on a real cluster: tests that need it start with
     /// [`Cluster::start_embedded`].
     pub fn embedded(&self) -> &ApiServer {
@@ -193,8 +188,6 @@ pub struct RealCluster {
     pub kubeconfig: PathBuf,
     /// `https://127.0.0.1:PORT`.
     pub server: String,
-    /// Where the components log.
-    pub logs: PathBuf,
 }
 
 /// How long a control plane may take to come up (it is a few seconds on an idle machine).
@@ -235,7 +228,6 @@ impl RealCluster {
         Ok(Self {
             kubeconfig: PathBuf::from(field("kubeconfig")?),
             server: field("server")?,
-            logs: PathBuf::from(field("logs")?),
             launcher,
         })
     }
@@ -276,7 +268,7 @@ pub fn real_cluster_bin_dir() -> anyhow::Result<PathBuf> {
 
 /// The kubectl the tests drive clusters with: the one `tests/kube/build.sh` builds beside the control plane (the
 /// server's version), else one on `PATH`.
-fn kubectl_binary() -> &'static Path {
+pub fn kubectl_binary() -> &'static Path {
     static KUBECTL: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     KUBECTL.get_or_init(|| {
         real_cluster_bin_dir()

@@ -24,7 +24,7 @@ const OPERATOR: &str = "test-operator";
 /// Creates the CRD in `path` and waits until its kind is served; returns the kind's resource.
 pub async fn install_crd(client: &kube::Client, path: &str) -> anyhow::Result<ApiResource> {
     let text = std::fs::read_to_string(path)?;
-    let crd: CustomResourceDefinition = serde_yaml::from_str(&text)?;
+    let crd: CustomResourceDefinition = serde_saphyr::from_str(&text)?;
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     crds.create(&PostParams::default(), &crd).await?;
     let version = crd.spec.versions.iter().find(|v| v.storage).expect("a storage version");
@@ -46,7 +46,7 @@ pub async fn install_crd(client: &kube::Client, path: &str) -> anyhow::Result<Ap
 
 /// What `wasm-reconciler plugin pack` makes of the component at `wasm_path`: a ConfigMap in the host's namespace.
 pub fn packed(wasm_path: &str, name: &str, config: Option<&str>, gzip: bool) -> anyhow::Result<ConfigMap> {
-    Ok(serde_yaml::from_str(&pack_manifest(wasm_path, name, config, gzip)?)?)
+    Ok(serde_saphyr::from_str(&pack_manifest(wasm_path, name, config, gzip)?)?)
 }
 
 /// The manifest `wasm-reconciler plugin pack` writes for the component at `wasm_path`.

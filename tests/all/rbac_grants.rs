@@ -4,7 +4,6 @@
 use std::path::Path;
 
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, Subject};
-use serde::Deserialize as _;
 
 use crate::request_info::{RequestInfo, ResourceAttributes};
 
@@ -213,12 +212,8 @@ fn yaml_documents(dir: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
             }
         } else if path.extension().is_some_and(|e| e == "yaml") {
             let text = std::fs::read_to_string(&path)?;
-            for document in serde_yaml::Deserializer::from_str(&text) {
-                let value = serde_json::Value::deserialize(document)?;
-                if !value.is_null() {
-                    documents.push(value);
-                }
-            }
+            let values: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text)?;
+            documents.extend(values.into_iter().filter(|value| !value.is_null()));
         }
     }
     Ok(documents)

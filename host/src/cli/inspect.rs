@@ -56,7 +56,7 @@ pub(super) fn run(args: &InspectArgs) -> Result<(), Box<dyn std::error::Error>> 
         spec: plugin.spec(),
     };
     match args.output {
-        Format::Yaml => print!("{}", serde_yaml::to_string(&inspection)?),
+        Format::Yaml => print!("{}", serde_saphyr::to_string(&inspection)?),
         Format::Json => println!("{}", serde_json::to_string_pretty(&inspection)?),
     }
     Ok(())

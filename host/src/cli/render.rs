@@ -84,7 +84,7 @@ pub enum RenderError {
         what: &'static str,
         /// The cause.
         #[source]
-        source: serde_yaml::Error,
+        source: serde_saphyr::Error,
     },
     /// The fixture is well-formed YAML but not a usable world.
     #[error("{path}: {message}")]
@@ -113,7 +113,7 @@ pub enum RenderError {
 
 pub(super) fn run(args: &RenderArgs) -> Result<(), Box<dyn std::error::Error>> {
     let outcome = render_file(&args.plugin, &args.world, args.config.as_deref(), args.limits.limits())?;
-    print!("{}", serde_yaml::to_string(&outcome)?);
+    print!("{}", serde_saphyr::to_string(&outcome)?);
     Ok(())
 }
 
@@ -126,14 +126,14 @@ pub fn render_file(plugin: &Path, world: &Path, config: Option<&Path>, limits: L
         })
     };
     let wasm = read(plugin)?;
-    let fixture: WorldFixture = serde_yaml::from_slice(&read(world)?).map_err(|source| RenderError::Parse {
+    let fixture: WorldFixture = serde_saphyr::from_slice(&read(world)?).map_err(|source| RenderError::Parse {
         path: world.into(),
         what: "world fixture",
         source,
     })?;
     let config = match config {
         Some(path) => Some(
-            serde_yaml::from_slice::<Value>(&read(path)?).map_err(|source| RenderError::Parse {
+            serde_saphyr::from_slice::<Value>(&read(path)?).map_err(|source| RenderError::Parse {
                 path: path.into(),
                 what: "plugin configuration",
                 source,

@@ -154,13 +154,12 @@ pub async fn install_crds(client: &kube::Client, file: &Path) -> Result<usize, S
     };
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let mut crds = Vec::new();
-    for document in serde_yaml::Deserializer::from_str(&text) {
-        let value = serde_json::Value::deserialize(document).map_err(|e| format!("{}: {e}", file.display()))?;
-        if !value.is_null() {
-            let crd: CustomResourceDefinition = serde_json::from_value(value)
-                .map_err(|e| format!("{}: not a CustomResourceDefinition: {e}", file.display()))?;
-            crds.push(crd);
-        }
+    let documents: Vec<serde_json::Value> =
+        serde_saphyr::from_multiple(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+    for value in documents.into_iter().filter(|value| !value.is_null()) {
+        let crd: CustomResourceDefinition = serde_json::from_value(value)
+            .map_err(|e| format!("{}: not a CustomResourceDefinition: {e}", file.display()))?;
+        crds.push(crd);
     }
     let mut installed = 0;
     for crd in crds {
@@ -186,5 +185,3 @@ pub async fn install_crds(client: &kube::Client, file: &Path) -> Result<usize, S
     }
     Ok(installed)
 }
-
-use serde::Deserialize as _;

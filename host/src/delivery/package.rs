@@ -96,7 +96,7 @@ impl PluginPackage {
         let config = match config.map(str::trim).filter(|c| !c.is_empty()) {
             None => Value::Object(Default::default()),
             Some(text) => {
-                let value: Value = serde_yaml::from_str(text).map_err(|e| PackageError::Config(e.to_string()))?;
+                let value: Value = serde_saphyr::from_str(text).map_err(|e| PackageError::Config(e.to_string()))?;
                 if !value.is_object() {
                     return Err(PackageError::Config("the configuration must be a mapping".into()));
                 }

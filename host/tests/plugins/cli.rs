@@ -20,7 +20,7 @@ fn text(bytes: &[u8]) -> String {
 fn inspect_prints_the_spec_of_both_example_plugins() {
     let output = wasm_reconciler(&["plugin", "inspect", CONFIGMAPSET]);
     assert!(output.status.success(), "{}", text(&output.stderr));
-    let inspection: serde_yaml::Value = serde_yaml::from_slice(&output.stdout).unwrap();
+    let inspection: serde_json::Value = serde_saphyr::from_slice(&output.stdout).unwrap();
     assert_eq!(inspection["wit"], "wasm-reconciler:plugin@0.1.0");
     assert_eq!(inspection["spec"]["primary"]["kind"], "ConfigMapSet");
     assert_eq!(inspection["spec"]["owns"][0]["kind"], "ConfigMap");
@@ -59,8 +59,8 @@ fn render_prints_the_outcome_as_yaml() {
     );
     let output = wasm_reconciler(&["render", "--plugin", CONFIGMAPSET, "--world", world]);
     assert!(output.status.success(), "{}", text(&output.stderr));
-    let outcome: serde_yaml::Value = serde_yaml::from_slice(&output.stdout).unwrap();
-    assert!(!outcome["children"].as_sequence().unwrap().is_empty());
+    let outcome: serde_json::Value = serde_saphyr::from_slice(&output.stdout).unwrap();
+    assert!(!outcome["children"].as_array().unwrap().is_empty());
     assert_eq!(outcome["finalized"], false);
 }
 

@@ -90,7 +90,7 @@ fn fixtures() -> Vec<PathBuf> {
 /// Renders a world fixture as `wasm-reconciler render` does (the same fixture format and reader), with a plugin
 /// loaded once.
 fn render(plugin: &Plugin, world: &Path) -> Outcome {
-    let fixture: WorldFixture = serde_yaml::from_str(&std::fs::read_to_string(world).unwrap()).unwrap();
+    let fixture: WorldFixture = serde_saphyr::from_str(&std::fs::read_to_string(world).unwrap()).unwrap();
     let reader = reader(
         std::iter::once(&fixture.primary)
             .chain(&fixture.children)
@@ -119,7 +119,7 @@ fn python_and_typescript_render_every_fixture_to_the_rust_golden_outcome() {
     let mut mismatches = Vec::new();
     for port in &PORTS {
         for world in fixtures() {
-            let rendered = serde_yaml::to_string(&render(port.plugin(), &world)).unwrap();
+            let rendered = serde_saphyr::to_string(&render(port.plugin(), &world)).unwrap();
             let expected = golden(&world);
             if rendered != expected {
                 mismatches.push(format!(
@@ -141,7 +141,7 @@ fn the_render_command_runs_the_typescript_component() {
     let port = &PORTS[1];
     let outcome = render_file(Path::new(port.component()), &world, None, port.limits())
         .unwrap_or_else(|e| panic!("{}", wasm_reconciler::error_chain(&e)));
-    assert_eq!(serde_yaml::to_string(&outcome).unwrap(), golden(&world));
+    assert_eq!(serde_saphyr::to_string(&outcome).unwrap(), golden(&world));
 }
 
 #[test]

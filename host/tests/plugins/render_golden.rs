@@ -25,7 +25,7 @@ fn check_fixtures(plugin: &str, wasm: &str) {
     for world in &worlds {
         let outcome = render_file(Path::new(wasm), world, None, Limits::default())
             .unwrap_or_else(|e| panic!("rendering {}: {}", world.display(), wasm_reconciler::error_chain(&e)));
-        let rendered = serde_yaml::to_string(&outcome).unwrap();
+        let rendered = serde_saphyr::to_string(&outcome).unwrap();
         let expected_path = PathBuf::from(world.to_string_lossy().replace(".world.yaml", ".outcome.yaml"));
         if update {
             std::fs::write(&expected_path, &rendered).unwrap();

@@ -62,11 +62,11 @@ fn check_full_outcome(outcome: &Outcome) {
     assert_eq!(children.len(), 1);
     assert_eq!(children[0]["data"]["k"], "v");
     assert_eq!(outcome.conditions.len(), 1);
-    assert_eq!(outcome.conditions[0].type_, "Ready");
+    assert_eq!(outcome.conditions[0].condition_type, "Ready");
     assert_eq!(outcome.conditions[0].status, ConditionStatus::True);
     assert_eq!(outcome.conditions[0].reason, "Echoed");
     assert_eq!(outcome.events.len(), 1);
-    assert_eq!(outcome.events[0].type_, EventType::Normal);
+    assert_eq!(outcome.events[0].event_type, EventType::Normal);
     assert_eq!(outcome.events[0].note, "reconciled attempt 2");
     assert_eq!(outcome.requeue_after, Some(std::time::Duration::from_millis(1500)));
     assert!(outcome.finalized);
