@@ -23,7 +23,7 @@ POLYGLOT_VENV ?= $(HOME)/.cache/wasm-reconciler/polyglot-venv
 endif
 POLYGLOT_VENV ?= $(CARGO_TARGET_DIR)/polyglot-venv
 
-.PHONY: dev test toolchain plugins polyglot build lint fmt crds deploy-files bench clean-dev
+.PHONY: dev test test-tools toolchain plugins polyglot build lint fmt crds deploy-files bench clean-dev
 
 ## dev: build the example plugins and run the embedded API server + host with them (prints the kubeconfig path).
 dev: plugins polyglot build
@@ -38,7 +38,7 @@ dev: plugins polyglot build
 
 ## test: everything CI runs — formatting, lints, every test (unit, plugin, API server, end to end on the embedded
 ## API server and again on a real kube-apiserver).
-test: toolchain polyglot kube-harness
+test: toolchain test-tools polyglot kube-harness helm-check
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	@mkdir -p $(CARGO_TARGET_DIR)
@@ -46,6 +46,15 @@ test: toolchain polyglot kube-harness
 	$(CARGO) test -p configmapset -p webapp --features configmapset/crd,webapp/crd 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
 	E2E_SERVER=real $(CARGO) test -p wasm-reconciler-tests -- --skip embedded_only:: 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
 	@awk '/^test result:/ { passed += $$4; failed += $$6 } END { printf "tests: %d passed, %d failed\n", passed, failed }' $(CARGO_TARGET_DIR)/test-output.log
+
+## test-tools: the Debian packages the checks use (jq, yq, curl), installed when missing.
+test-tools:
+	@missing=""; for tool in jq yq curl; do command -v $$tool >/dev/null || missing="$$missing $$tool"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:$$missing"; \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq $$missing; \
+	fi
 
 ## toolchain: the pinned Rust toolchain with the wasm32-wasip2 target.
 toolchain:
