@@ -23,7 +23,7 @@ POLYGLOT_VENV ?= $(HOME)/.cache/wasm-reconciler/polyglot-venv
 endif
 POLYGLOT_VENV ?= $(CARGO_TARGET_DIR)/polyglot-venv
 
-.PHONY: dev test test-tools toolchain plugins polyglot build lint fmt crds deploy-files bench clean-dev
+.PHONY: dev test test-tools unused-deps toolchain plugins polyglot build lint fmt crds deploy-files bench clean-dev
 
 ## dev: build the example plugins and run the embedded API server + host with them (prints the kubeconfig path).
 dev: plugins polyglot build
@@ -41,6 +41,7 @@ dev: plugins polyglot build
 test: toolchain test-tools polyglot kube-harness helm-check
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(MAKE) --no-print-directory unused-deps
 	@mkdir -p $(CARGO_TARGET_DIR)
 	$(CARGO) test --workspace 2>&1 | tee $(CARGO_TARGET_DIR)/test-output.log
 	$(CARGO) test -p configmapset -p webapp --features configmapset/crd,webapp/crd 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
@@ -55,6 +56,13 @@ test-tools:
 		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq $$missing; \
 	fi
+
+## unused-deps: fail on a dependency a crate declares and does not use (cargo-machete, pinned, installed if missing).
+CARGO_MACHETE_VERSION := 0.9.1
+unused-deps:
+	@cargo machete --version 2>/dev/null | grep -qx "$(CARGO_MACHETE_VERSION)" || \
+		$(CARGO) install cargo-machete --version $(CARGO_MACHETE_VERSION) --locked
+	cargo machete
 
 ## toolchain: the pinned Rust toolchain with the wasm32-wasip2 target.
 toolchain:
