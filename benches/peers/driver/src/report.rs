@@ -142,7 +142,7 @@ fn summary(out: &mut String, outcome: &Outcome) {
     let _ = writeln!(out, "| | {} |", header.join(" | "));
     let _ = writeln!(out, "|---|{}", "---|".repeat(contenders.len()));
     type Metric<'a> = (&'a str, usize, Box<dyn Fn(&RunResult) -> Option<f64> + 'a>);
-    let metrics: Vec<Metric<'_>> = vec![
+    let mut metrics: Vec<Metric<'_>> = vec![
         (
             "converge time (s): first create → last set Ready",
             2,
@@ -184,16 +184,6 @@ fn summary(out: &mut String, outcome: &Outcome) {
             Box::new(|r: &RunResult| Some(r.delete_cpu)),
         ),
         (
-            "CPU seconds of the embedded API server, converge",
-            2,
-            Box::new(|r: &RunResult| r.converge_server_cpu),
-        ),
-        (
-            "CPU seconds of the embedded API server, deletion",
-            2,
-            Box::new(|r: &RunResult| r.delete_server_cpu),
-        ),
-        (
             "CPU ms per set, converge + deletion",
             2,
             Box::new(move |r: &RunResult| Some((r.converge_cpu + r.delete_cpu) * 1000.0 / sets.max(1) as f64)),
@@ -219,6 +209,23 @@ fn summary(out: &mut String, outcome: &Outcome) {
             Box::new(|r: &RunResult| Some(mib(r.end.peak_rss_bytes))),
         ),
     ];
+    if matches!(settings.server, Server::Embedded) {
+        let server_rows: [Metric<'_>; 2] = [
+            (
+                "CPU seconds of the embedded API server, converge",
+                2,
+                Box::new(|r: &RunResult| r.converge_server_cpu),
+            ),
+            (
+                "CPU seconds of the embedded API server, deletion",
+                2,
+                Box::new(|r: &RunResult| r.delete_server_cpu),
+            ),
+        ];
+        // After the contender's own CPU rows.
+        let at = metrics.len().min(8);
+        metrics.splice(at..at, server_rows);
+    }
     for (name, decimals, metric) in &metrics {
         let cells: Vec<String> = contenders
             .iter()
