@@ -251,7 +251,8 @@ impl Bench<'_> {
         let kubeconfig = self.settings.work_dir.join(format!("{tag}.kubeconfig"));
         std::fs::write(
             &kubeconfig,
-            serde_yaml::to_string(&load::proxy_kubeconfig(&proxy.url()))?,
+            // JSON is YAML: every kubeconfig loader reads it.
+            serde_json::to_string_pretty(&load::proxy_kubeconfig(&proxy.url()))?,
         )
         .with_context(|| format!("writing {}", kubeconfig.display()))?;
         let log = self.settings.work_dir.join("logs").join(format!("{tag}.log"));

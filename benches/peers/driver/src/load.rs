@@ -64,7 +64,7 @@ pub async fn install_crd(client: &Client, path: &Path) -> Result<()> {
         source,
     };
     let text = std::fs::read_to_string(path).map_err(|e| crd_error(Box::new(e)))?;
-    let crd: CustomResourceDefinition = serde_yaml::from_str(&text).map_err(|e| crd_error(Box::new(e)))?;
+    let crd: CustomResourceDefinition = serde_saphyr::from_str(&text).map_err(|e| crd_error(Box::new(e)))?;
     let name = crd.name_any();
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     crds.patch(&name, &PatchParams::apply("peers-bench").force(), &Patch::Apply(&crd))
