@@ -16,6 +16,7 @@ mod leader;
 mod plugin_configmaps;
 mod polyglot;
 mod rbac_grants;
+mod real_only;
 mod request_info;
 mod request_recorder;
 mod scope;

@@ -34,7 +34,29 @@ use crate::plugin::{ControllerSpec, Event, Gvk, Outcome, ReconcileError};
 use crate::runtime::{CachedObject, Completion, KindCache, ObjectKey};
 
 /// The plugin call of one reconcile, made only if the finalizer's state calls for it; its argument is `deleting`.
-pub type PluginCall<'a> = Box<dyn FnOnce(bool) -> BoxFuture<'a, Result<Outcome, ReconcileError>> + Send + 'a>;
+pub type PluginCall<'a> = Box<dyn FnOnce(bool) -> BoxFuture<'a, Result<Outcome, CallError>> + Send + 'a>;
+
+/// Why a reconcile's plugin call produced no outcome.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The plugin failed: its own error, a trap, a timeout, memory exhaustion, an invalid outcome.
+    #[error(transparent)]
+    Plugin(#[from] ReconcileError),
+    /// The plugin was not called: the API server forbids the host to watch a kind the plugin declares, so its world
+    /// view would be incomplete.
+    #[error("{0}")]
+    Forbidden(String),
+}
+
+impl CallError {
+    /// The CamelCase reason reported on the object's `Reconciled` condition.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Plugin(error) => error.reason(),
+            Self::Forbidden(_) => "Forbidden",
+        }
+    }
+}
 
 /// What a controller hands each reconcile to. [`Applier`] is the real one; the controller's tests use a fake.
 pub trait Apply: Send + Sync {
@@ -167,7 +189,7 @@ impl Applier {
     async fn apply_result(
         &self,
         primary: &DynamicObject,
-        result: Result<Outcome, ReconcileError>,
+        result: Result<Outcome, CallError>,
         deleting: bool,
     ) -> Completion {
         match result {
@@ -380,23 +402,23 @@ impl Applier {
     /// A child write failed: a conflict re-queues quietly; anything else is recorded on the object with the API
     /// server's answer.
     async fn children_failed(&self, primary: &DynamicObject, error: WriteError) -> Completion {
-        if let WriteError::Api { .. } = &error {
+        if let Some(reason) = error.reason() {
             let message = truncate(&crate::error_chain(&error), MAX_FAILURE_MESSAGE);
-            self.record_failure(primary, ReconciledState::failed("ApplyFailed", message))
+            self.record_failure(primary, ReconciledState::failed(reason, message))
                 .await;
         }
         self.write_failed(error)
     }
 
     fn write_failed(&self, error: WriteError) -> Completion {
-        match error {
-            WriteError::Conflict { .. } => {
+        match error.reason() {
+            None => {
                 tracing::debug!(error = %crate::error_chain(&error), "conflict; re-queued");
                 Completion::Conflict
             }
-            WriteError::Api { .. } => {
-                tracing::warn!(error = %crate::error_chain(&error), "API write failed");
-                Completion::Failure { reason: "ApplyFailed" }
+            Some(reason) => {
+                tracing::warn!(reason, error = %crate::error_chain(&error), "API write failed");
+                Completion::Failure { reason }
             }
         }
     }

@@ -28,6 +28,16 @@ pub enum WriteError {
 }
 
 impl WriteError {
+    /// The CamelCase reason a failed write is reported with: `Forbidden` when RBAC refused it, `ApplyFailed` for
+    /// anything else; `None` for a conflict, which is no failure.
+    pub fn reason(&self) -> Option<&'static str> {
+        match self {
+            Self::Conflict { .. } => None,
+            Self::Api { source, .. } if api_code(source) == Some(403) => Some("Forbidden"),
+            Self::Api { .. } => Some("ApplyFailed"),
+        }
+    }
+
     fn from_kube(what: String, source: kube::Error) -> Self {
         if api_code(&source) == Some(409) {
             Self::Conflict { what, source }

@@ -64,7 +64,7 @@ pub enum PackError {
         key: &'static str,
         /// The parse error.
         #[source]
-        source: serde_saphyr::Error,
+        source: Box<serde_saphyr::Error>,
     },
     /// The ConfigMap would be over the API server's size limit.
     #[error("{}", too_large_message(*.total_bytes, *.wasm_bytes, *.data_bytes, *.gzip, *.gzip_total_bytes))]
@@ -273,8 +273,10 @@ pub fn pack(wasm: &[u8], options: &PackOptions) -> Result<String> {
     let mut data = BTreeMap::new();
     for (key, text) in [(CONFIG_KEY, &options.config), (SETTINGS_KEY, &options.settings)] {
         if let Some(text) = text {
-            serde_saphyr::from_str::<serde_json::Value>(text)
-                .map_err(|source| PackError::InvalidDocument { key, source })?;
+            serde_saphyr::from_str::<serde_json::Value>(text).map_err(|source| PackError::InvalidDocument {
+                key,
+                source: Box::new(source),
+            })?;
             data.insert(key, text.as_str());
         }
     }

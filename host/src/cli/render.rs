@@ -84,7 +84,7 @@ pub enum RenderError {
         what: &'static str,
         /// The cause.
         #[source]
-        source: serde_saphyr::Error,
+        source: Box<serde_saphyr::Error>,
     },
     /// The fixture is well-formed YAML but not a usable world.
     #[error("{path}: {message}")]
@@ -129,14 +129,14 @@ pub fn render_file(plugin: &Path, world: &Path, config: Option<&Path>, limits: L
     let fixture: WorldFixture = serde_saphyr::from_slice(&read(world)?).map_err(|source| RenderError::Parse {
         path: world.into(),
         what: "world fixture",
-        source,
+        source: Box::new(source),
     })?;
     let config = match config {
         Some(path) => Some(
             serde_saphyr::from_slice::<Value>(&read(path)?).map_err(|source| RenderError::Parse {
                 path: path.into(),
                 what: "plugin configuration",
-                source,
+                source: Box::new(source),
             })?,
         ),
         None => fixture.config.clone(),

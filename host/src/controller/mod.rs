@@ -14,12 +14,12 @@ use serde_json::Value;
 use tracing::Instrument as _;
 
 pub use self::manager::Manager;
-use crate::apply::{Applier, Apply, PluginCall};
+use crate::apply::{Applier, Apply, CallError, PluginCall};
 use crate::plugin::{ClusterReader, ControllerSpec, Gvk, NativePlugin, Outcome, Plugin, ReconcileError, WorldView};
 use crate::runtime::workqueue::Item;
 use crate::runtime::{
-    CacheChange, CacheReader, CachedObject, Caches, Completion, Dependencies, KindCache, ObjectKey, QueueConfig,
-    QueueMetrics, Source, Subscription, WorkQueue, world_view,
+    CacheChange, CacheReader, CacheSync, CachedObject, Caches, Completion, Dependencies, KindCache, ObjectKey,
+    QueueConfig, QueueMetrics, Source, Subscription, WorkQueue, world_view,
 };
 use crate::telemetry::Metrics;
 
@@ -133,6 +133,8 @@ pub struct Controller {
     _subscriptions: Vec<Subscription>,
     workers: Vec<tokio::task::JoinHandle<()>>,
     resync: Option<tokio::task::JoinHandle<()>>,
+    /// Re-reconciles everything when a cache the API server refused becomes watchable.
+    healers: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Controller {
@@ -162,11 +164,17 @@ impl Controller {
                 );
             }
         }
-        for cache in kind_caches.values() {
+        // Without its primaries there is nothing to reconcile; a kind the host may not watch otherwise fails each
+        // reconcile visibly (`Forbidden`) until RBAC grants it.
+        for (gvk, cache) in &kind_caches {
             if !cache.is_synced() {
-                tracing::info!(plugin = name, kind = %cache.gvk(), "waiting for cache to sync");
+                tracing::info!(plugin = name, kind = %gvk, "waiting for cache to sync");
             }
-            cache.wait_synced().await;
+            if *gvk == spec.primary {
+                cache.wait_synced().await;
+            } else {
+                cache.wait_settled().await;
+            }
         }
         let owned = spec
             .owns
@@ -230,6 +238,11 @@ impl Controller {
             }));
         }
         shared.enqueue_all(Source::Change);
+        let healers = shared
+            .caches
+            .values()
+            .map(|cache| tokio::spawn(reconcile_all_when_healed(Arc::downgrade(&shared), cache.watch_sync())))
+            .collect();
         let workers = (0..shared.options.concurrency.max(1))
             .map(|worker| tokio::spawn(run_worker(shared.clone(), worker)))
             .collect();
@@ -250,6 +263,7 @@ impl Controller {
             _subscriptions: subscriptions,
             workers,
             resync,
+            healers,
         }
     }
 
@@ -281,6 +295,9 @@ impl Controller {
         if let Some(resync) = self.resync.take() {
             resync.abort();
         }
+        for healer in self.healers.drain(..) {
+            healer.abort();
+        }
         for task in std::mem::take(&mut self.workers) {
             if tokio::time::timeout(Duration::from_secs(30), task).await.is_err() {
                 tracing::warn!(plugin = %self.shared.name, "a worker did not finish within 30s");
@@ -295,6 +312,9 @@ impl Drop for Controller {
         self.shared.queue.shut_down();
         if let Some(resync) = self.resync.take() {
             resync.abort();
+        }
+        for healer in self.healers.drain(..) {
+            healer.abort();
         }
     }
 }
@@ -327,6 +347,24 @@ async fn run_worker(shared: Arc<Shared>, worker: usize) {
         shared.queue.done(&item.key, completion);
     }
     tracing::debug!(plugin = %shared.name, worker, "worker stopped");
+}
+
+/// Reconciles every primary again, as a fresh change that cuts backoff waits short, whenever a cache the API server
+/// had refused syncs: reconciles that failed with `Forbidden` go through once RBAC grants the kind.
+async fn reconcile_all_when_healed(shared: std::sync::Weak<Shared>, mut sync: tokio::sync::watch::Receiver<CacheSync>) {
+    let mut refused = matches!(*sync.borrow_and_update(), CacheSync::Forbidden(_));
+    while sync.changed().await.is_ok() {
+        let state = sync.borrow_and_update().clone();
+        match state {
+            CacheSync::Forbidden(_) => refused = true,
+            CacheSync::Synced if refused => {
+                refused = false;
+                let Some(shared) = shared.upgrade() else { return };
+                shared.enqueue_all(Source::Change);
+            }
+            CacheSync::Synced | CacheSync::Pending => {}
+        }
+    }
 }
 
 async fn run_resync(shared: std::sync::Weak<Shared>, every: Duration) {
@@ -408,14 +446,21 @@ impl Shared {
         self.applier.reconcile(primary, call).await
     }
 
-    /// Calls the plugin on the world view of `primary`, off the async runtime, and records what it read.
+    /// Calls the plugin on the world view of `primary`, off the async runtime, and records what it read. The plugin
+    /// is not called while the host may not watch a kind it declares: its view would be incomplete.
     async fn call(
         &self,
         primary: Arc<CachedObject>,
         version: Arc<Version>,
         deleting: bool,
         attempt: u32,
-    ) -> Result<Outcome, ReconcileError> {
+    ) -> Result<Outcome, CallError> {
+        if let Some(message) = self.caches.values().find_map(|cache| match cache.sync_state() {
+            CacheSync::Forbidden(message) => Some(message),
+            CacheSync::Pending | CacheSync::Synced => None,
+        }) {
+            return Err(CallError::Forbidden(message));
+        }
         let view = world_view::assemble(&primary, &self.owned, &version.config, deleting, attempt);
         let reader = Arc::new(CacheReader::new(self.caches.clone()));
         let call_reader: Arc<dyn ClusterReader> = reader.clone();
@@ -428,7 +473,7 @@ impl Shared {
                 })
             });
         self.dependencies.record(&primary.key, reader.take_reads());
-        result
+        Ok(result?)
     }
 }
 

@@ -23,6 +23,7 @@ struct Seen {
 #[derive(Default)]
 struct FakeApplier {
     seen: Mutex<Vec<Seen>>,
+    refused: Mutex<Vec<String>>,
     answers: Mutex<VecDeque<Completion>>,
     forgotten: Mutex<Vec<ObjectKey>>,
     skip_plugin: bool,
@@ -40,8 +41,20 @@ impl Apply for FakeApplier {
             let echo = if self.skip_plugin {
                 Value::Null
             } else {
-                let outcome = call(false).await.expect("the echo plugin succeeds");
-                outcome.status.expect("the echo plugin writes a status")["echo"].clone()
+                match call(false).await {
+                    Ok(outcome) => outcome.status.expect("the echo plugin writes a status")["echo"].clone(),
+                    Err(error) => {
+                        self.refused
+                            .lock()
+                            .unwrap()
+                            .push(format!("{}: {error}", error.reason()));
+                        self.seen.lock().unwrap().push(Seen {
+                            key: primary.key.clone(),
+                            echo: Value::Null,
+                        });
+                        return Completion::Failure { reason: error.reason() };
+                    }
+                }
             };
             self.seen.lock().unwrap().push(Seen {
                 key: primary.key.clone(),
@@ -282,5 +295,38 @@ async fn a_swap_reconciles_every_primary_with_the_new_version() {
         .collect();
     swapped.sort();
     assert_eq!(swapped, ["a", "b"]);
+    controller.stop().await;
+}
+
+#[tokio::test]
+async fn a_kind_the_host_may_not_watch_fails_the_call_without_running_the_plugin() {
+    let fixture = Fixture::new();
+    fixture.echo("a", 1);
+    fixture.caches[&Gvk::new("", "v1", "Secret")].forbid("secrets is forbidden: cannot list resource \"secrets\"");
+    let applier = Arc::new(FakeApplier::default());
+    let controller = fixture.start(applier.clone(), json!({}));
+
+    // Each refusal backs off twice as long: after ten (5 ms, 10 ms, ... 2.56 s) the next retry is seconds away.
+    let seen = wait_for_reconciles(&applier, 10).await;
+    assert!(seen.iter().all(|seen| seen.echo == Value::Null), "the plugin never ran");
+    assert_eq!(
+        applier.refused.lock().unwrap()[0],
+        "Forbidden: secrets is forbidden: cannot list resource \"secrets\""
+    );
+
+    // Once the kind can be watched, the primary is reconciled again at once, not after the backoff.
+    let healed = Instant::now();
+    fixture.caches[&Gvk::new("", "v1", "Secret")].heal();
+    let deadline = healed + Duration::from_millis(1500);
+    loop {
+        if applier.seen().iter().any(|seen| seen.echo["name"] == "a") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not reconciled within 1.5 s of the kind becoming watchable"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     controller.stop().await;
 }

@@ -36,7 +36,7 @@ impl Default for PluginSettings {
 pub enum SettingsError {
     /// Not YAML, or unknown keys.
     #[error("settings do not parse")]
-    Parse(#[source] serde_saphyr::Error),
+    Parse(#[source] Box<serde_saphyr::Error>),
     /// A value is out of range or malformed.
     #[error("setting `{key}`: {message}")]
     Invalid {
@@ -72,7 +72,7 @@ impl PluginSettings {
         let raw: RawSettings = if text.trim().is_empty() {
             RawSettings::default()
         } else {
-            serde_saphyr::from_str(text).map_err(SettingsError::Parse)?
+            serde_saphyr::from_str(text).map_err(|e| SettingsError::Parse(Box::new(e)))?
         };
         let defaults = Self::default();
         let mut limits = defaults.limits;

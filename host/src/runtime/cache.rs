@@ -263,6 +263,18 @@ impl CacheState {
     }
 }
 
+/// Where a cache stands: still listing, in step with the API server, or refused by it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CacheSync {
+    /// The first list has not come back yet.
+    Pending,
+    /// Every watch has listed; changes stream in.
+    Synced,
+    /// The API server forbids listing or watching the kind (HTTP 403): the message says what is missing. The
+    /// watch keeps retrying with backoff, so granting the permission heals it.
+    Forbidden(String),
+}
+
 /// Which namespaces a cache watches: `None` for all.
 pub type Namespaces = Option<BTreeSet<String>>;
 
@@ -273,7 +285,7 @@ pub struct KindCache {
     namespaced: bool,
     namespaces: Namespaces,
     state: RwLock<CacheState>,
-    synced: watch::Sender<bool>,
+    sync: watch::Sender<CacheSync>,
     subscribers: RwLock<Vec<(u64, Subscriber)>>,
     next_subscriber: AtomicU64,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -425,14 +437,30 @@ impl KindCache {
 
     /// Waits until the first list has been received.
     pub async fn wait_synced(&self) {
-        let mut synced = self.synced.subscribe();
+        let mut sync = self.sync.subscribe();
         // The sender lives as long as `self`, so this cannot fail while we hold `&self`.
-        let _ = synced.wait_for(|synced| *synced).await;
+        let _ = sync.wait_for(|sync| *sync == CacheSync::Synced).await;
+    }
+
+    /// Waits until the first list has been received or the API server has refused it.
+    pub async fn wait_settled(&self) {
+        let mut sync = self.sync.subscribe();
+        let _ = sync.wait_for(|sync| *sync != CacheSync::Pending).await;
     }
 
     /// Whether the first list has been received.
     pub fn is_synced(&self) -> bool {
-        *self.synced.borrow()
+        *self.sync.borrow() == CacheSync::Synced
+    }
+
+    /// Where the cache stands.
+    pub fn sync_state(&self) -> CacheSync {
+        self.sync.borrow().clone()
+    }
+
+    /// Follows where the cache stands.
+    pub fn watch_sync(&self) -> watch::Receiver<CacheSync> {
+        self.sync.subscribe()
     }
 
     /// Calls `subscriber` for every change until the returned subscription is dropped.
@@ -550,7 +578,17 @@ impl KindCache {
     }
 
     fn mark_synced(&self) {
-        self.synced.send_replace(true);
+        self.sync.send_replace(CacheSync::Synced);
+    }
+
+    /// Marks the cache refused by the API server (a 403 on list or watch); returns whether that is news.
+    fn mark_forbidden(&self, message: String) -> bool {
+        let forbidden = CacheSync::Forbidden(message);
+        self.sync.send_if_modified(|sync| {
+            let changed = *sync != forbidden;
+            *sync = forbidden.clone();
+            changed
+        })
     }
 }
 
@@ -639,14 +677,14 @@ impl Caches {
         if let Some(cache) = caches.get(&key).and_then(Weak::upgrade) {
             return Ok(cache);
         }
-        let (synced, _) = watch::channel(false);
+        let (sync, _) = watch::channel(CacheSync::Pending);
         let cache = Arc::new(KindCache {
             gvk: gvk.clone(),
             resource: resource.clone(),
             namespaced,
             namespaces: scope.clone(),
             state: RwLock::default(),
-            synced,
+            sync,
             subscribers: RwLock::default(),
             next_subscriber: AtomicU64::new(0),
             task: Mutex::new(None),
@@ -724,6 +762,9 @@ async fn run_watch(client: Client, resource: ApiResource, gvk: Gvk, scope: Names
                         cache.replace_all(listed, namespace.as_deref());
                         let first_sync = unsynced.remove(&namespace);
                         if unsynced.is_empty() && !cache.is_synced() {
+                            if let CacheSync::Forbidden(_) = cache.sync_state() {
+                                tracing::info!(kind = %gvk, "the API server allows watching the kind again");
+                            }
                             cache.mark_synced();
                             tracing::info!(kind = %gvk, objects = cache.len(), "cache synced");
                         } else if !first_sync {
@@ -736,6 +777,16 @@ async fn run_watch(client: Client, resource: ApiResource, gvk: Gvk, scope: Names
             }
             Err(error) => {
                 failures += 1;
+                if let Some(message) = forbidden(&error) {
+                    let scope = namespace
+                        .as_deref()
+                        .map_or_else(|| "cluster-wide".to_owned(), |n| format!("in namespace {n}"));
+                    let message = format!("the API server forbids listing and watching {gvk} {scope}: {message}");
+                    if cache.mark_forbidden(message.clone()) {
+                        tracing::warn!(kind = %gvk, namespace, "{message}; grant the host's ServiceAccount get, list and watch on it (see docs/deploy.md)");
+                    }
+                    continue;
+                }
                 let level_warn = failures == 1 || failures.is_power_of_two();
                 if level_warn {
                     tracing::warn!(kind = %gvk, namespace, failures, error = %crate::error_chain(&error), "watch failed; retrying with backoff");
@@ -749,6 +800,18 @@ async fn run_watch(client: Client, resource: ApiResource, gvk: Gvk, scope: Names
     tokio::time::sleep(Duration::from_millis(10)).await;
 }
 
+/// The API server's message when a list or watch was refused for lack of permission (HTTP 403).
+fn forbidden(error: &watcher::Error) -> Option<String> {
+    let status = match error {
+        watcher::Error::InitialListFailed(kube::Error::Api(status))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status)) => status,
+        watcher::Error::WatchError(status) => status,
+        _ => return None,
+    };
+    (status.code == 403).then(|| status.message.clone())
+}
+
 #[cfg(test)]
 impl KindCache {
     /// A cache of `gvk` that no watch feeds, synced and empty: for tests of the code around caches.
@@ -760,11 +823,21 @@ impl KindCache {
             namespaced,
             namespaces,
             state: RwLock::default(),
-            synced: watch::channel(true).0,
+            sync: watch::channel(CacheSync::Synced).0,
             subscribers: RwLock::default(),
             next_subscriber: AtomicU64::new(0),
             task: Mutex::new(None),
         })
+    }
+
+    /// Marks the cache refused by the API server, as a 403 on its watch would.
+    pub(crate) fn forbid(&self, message: &str) {
+        self.mark_forbidden(message.to_owned());
+    }
+
+    /// Marks the cache synced, as a list that came back would.
+    pub(crate) fn heal(&self) {
+        self.mark_synced();
     }
 
     /// Folds in a JSON object as if watched.
@@ -905,6 +978,45 @@ mod tests {
         assert_eq!(state.by_controller["o2"].len(), 1);
         state.remove(&ObjectKey::new(Some("ns"), "b"));
         assert!(!state.by_controller.contains_key("o1"));
+    }
+
+    #[tokio::test]
+    async fn a_refused_watch_settles_the_cache_without_syncing_it() {
+        let cache = KindCache::detached(config_map_kind(), true, None);
+        cache.sync.send_replace(CacheSync::Pending);
+        assert!(
+            cache.mark_forbidden("configmaps is forbidden".into()),
+            "news the first time"
+        );
+        assert!(
+            !cache.mark_forbidden("configmaps is forbidden".into()),
+            "not news again"
+        );
+        cache.wait_settled().await;
+        assert!(!cache.is_synced());
+        assert_eq!(
+            cache.sync_state(),
+            CacheSync::Forbidden("configmaps is forbidden".into())
+        );
+        cache.mark_synced();
+        assert!(cache.is_synced(), "a later list heals it");
+    }
+
+    #[test]
+    fn only_permission_errors_count_as_forbidden() {
+        let status = |code: u16| {
+            kube::Error::Api(
+                kube::core::Status::failure("configmaps is forbidden: User cannot list", "Forbidden")
+                    .with_code(code)
+                    .boxed(),
+            )
+        };
+        assert_eq!(
+            forbidden(&watcher::Error::InitialListFailed(status(403))).as_deref(),
+            Some("configmaps is forbidden: User cannot list")
+        );
+        assert_eq!(forbidden(&watcher::Error::InitialListFailed(status(500))), None);
+        assert_eq!(forbidden(&watcher::Error::NoResourceVersion), None);
     }
 
     #[test]

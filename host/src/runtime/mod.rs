@@ -11,7 +11,9 @@ mod reader;
 pub mod workqueue;
 pub mod world_view;
 
-pub use cache::{CacheChange, CachedObject, Caches, KindCache, Meta, ObjectKey, ResourceVersion, Subscription};
+pub use cache::{
+    CacheChange, CacheSync, CachedObject, Caches, KindCache, Meta, ObjectKey, ResourceVersion, Subscription,
+};
 pub use dependencies::{Dependencies, Read};
 pub use reader::CacheReader;
 pub use workqueue::{Completion, QueueConfig, QueueMetrics, Source, WorkQueue};

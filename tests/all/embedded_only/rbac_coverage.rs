@@ -4,21 +4,13 @@
 //! change, `update` on the owner's `finalizers` for `blockOwnerDeletion`).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
 
-use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use serde_json::json;
 
-use crate::deploy::complete_deploy_copy;
-use crate::harness::{Cluster, Host, condition, wait_for};
-use crate::kinds::{
-    configmapset, configmapset_resource, create_namespace, create_when_served, namespaced, set_ready_with, wait_gone,
-    wait_object, webapp_resource,
-};
-use crate::plugin_configmaps::{HOST_NAMESPACE, apply_config_map, plugin_events};
+use crate::deploy::{complete_deploy_copy, run_life_cycle};
+use crate::harness::{Cluster, Host};
+use crate::plugin_configmaps::HOST_NAMESPACE;
 use crate::rbac_grants::Grants;
 use crate::request_info::{RequestInfo, ResourceAttributes};
 use crate::request_recorder::{RecordedRequest, RecordingFront};
@@ -26,8 +18,6 @@ use crate::telemetry_probe::free_local_addr;
 
 /// The ServiceAccount `deploy/` runs the host as.
 const SERVICE_ACCOUNT: (&str, &str) = ("wasm-reconciler", "wasm-reconciler");
-/// Where the life cycle's primaries live.
-const DEMO: &str = "demo";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_request_the_host_makes_is_granted_by_deploy_rbac() -> anyhow::Result<()> {
@@ -100,78 +90,6 @@ async fn every_request_the_host_makes_is_granted_by_deploy_rbac() -> anyhow::Res
             "the life cycle never needed `{expected}`; it used:\n{used:#?}"
         );
     }
-    Ok(())
-}
-
-/// A typical life cycle: both plugins load; a ConfigMapSet is created, scaled up and down, and deleted (drain
-/// finalizer); a WebApp is created, changed and deleted; a plugin ConfigMap gets a new version, then a bad one.
-async fn run_life_cycle(admin: &kube::Client) -> anyhow::Result<()> {
-    for plugin in ["configmapset", "webapp"] {
-        wait_for(Duration::from_secs(30), &format!("plugin {plugin} to load"), || async {
-            (!plugin_events(admin, plugin, "PluginLoaded").await.ok()?.is_empty()).then_some(())
-        })
-        .await;
-    }
-    create_namespace(admin, DEMO).await?;
-
-    let sets = namespaced(admin, DEMO, &configmapset_resource());
-    let mut set = configmapset("greetings", 3, 3, "hello");
-    set["metadata"]["namespace"] = json!(DEMO);
-    create_when_served(&sets, set).await?;
-    wait_object(&sets, "greetings", "3 ready ConfigMaps", |set| set_ready_with(set, 3)).await;
-    let scale = |replicas: u32| Patch::Merge(json!({"spec": {"replicas": replicas}}));
-    sets.patch("greetings", &PatchParams::default(), &scale(1)).await?;
-    wait_object(&sets, "greetings", "scaled down to 1", |set| set_ready_with(set, 1)).await;
-    sets.patch("greetings", &PatchParams::default(), &scale(2)).await?;
-    wait_object(&sets, "greetings", "scaled up to 2", |set| set_ready_with(set, 2)).await;
-    sets.delete("greetings", &DeleteParams::default()).await?;
-    wait_gone(&sets, "greetings", "the ConfigMapSet to drain and go").await;
-
-    let apps = namespaced(admin, DEMO, &webapp_resource());
-    create_when_served(
-        &apps,
-        json!({
-            "apiVersion": "examples.wasm-reconciler.io/v1alpha1", "kind": "WebApp",
-            "metadata": {"name": "shop", "namespace": DEMO},
-            "spec": {"image": "nginx:1.27", "replicas": 2, "port": 8080, "config": {"LOG_LEVEL": "info"}},
-        }),
-    )
-    .await?;
-    wait_object(&apps, "shop", "the WebApp to be reconciled", |app| {
-        condition(app, "Reconciled") == Some("True")
-    })
-    .await;
-    let change = Patch::Merge(json!({"spec": {"config": {"LOG_LEVEL": "debug"}}}));
-    apps.patch("shop", &PatchParams::default(), &change).await?;
-    wait_object(&apps, "shop", "the change to be reconciled", |app| {
-        app["status"]["observedGeneration"] == app["metadata"]["generation"]
-    })
-    .await;
-    apps.delete("shop", &DeleteParams::default()).await?;
-    wait_gone(&apps, "shop", "the WebApp to go").await;
-
-    // A new version of a plugin (new settings), then a refused one.
-    let plugins: Api<ConfigMap> = Api::namespaced(admin.clone(), HOST_NAMESPACE);
-    let mut plugin = plugins.get("configmapset").await?;
-    plugin
-        .data
-        .get_or_insert_default()
-        .insert("settings.yaml".into(), "concurrency: 2\n".into());
-    apply_config_map(admin, &plugin).await?;
-    wait_for(Duration::from_secs(30), "the new version to load", || async {
-        (plugin_events(admin, "configmapset", "PluginLoaded").await.ok()?.len() >= 2).then_some(())
-    })
-    .await;
-    plugin.binary_data = Some([("plugin.wasm.gz".to_owned(), ByteString(b"not gzip".to_vec()))].into());
-    apply_config_map(admin, &plugin).await?;
-    wait_for(Duration::from_secs(30), "the bad version to be refused", || async {
-        (!plugin_events(admin, "configmapset", "PluginRefused")
-            .await
-            .ok()?
-            .is_empty())
-        .then_some(())
-    })
-    .await;
     Ok(())
 }
 
