@@ -380,6 +380,8 @@ impl Host {
             metrics_addr: None,
             leader_election: None,
             identity: "test-host".into(),
+            registry: Default::default(),
+            trusted_keys: Vec::new(),
         }
     }
 
@@ -398,6 +400,8 @@ impl Host {
                 renew_every: Duration::from_secs(10),
             }),
             identity: identity.into(),
+            registry: Default::default(),
+            trusted_keys: Vec::new(),
         }
     }
 

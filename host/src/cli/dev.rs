@@ -64,6 +64,8 @@ pub(super) async fn run(args: DevArgs) -> Result<(), Box<dyn std::error::Error>>
         metrics_addr: args.metrics_addr,
         leader_election: None,
         identity: identity(None),
+        registry: Default::default(),
+        trusted_keys: Vec::new(),
     };
     serve(client, options, shutdown_signal()).await?;
     serving.shutdown().await;

@@ -3,9 +3,11 @@
 mod dev;
 mod inspect;
 mod pack;
+mod push;
 mod render;
 mod run;
 pub mod serve;
+mod sign;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -66,8 +68,16 @@ pub enum Command {
 pub enum PluginCommand {
     /// Validate a component and print what it reconciles.
     Inspect(inspect::InspectArgs),
-    /// Package a component as a ConfigMap manifest ready for `kubectl apply`.
+    /// Package a component (or, with --ref, a reference to it) as a ConfigMap manifest ready for `kubectl apply`.
     Pack(pack::PackArgs),
+    /// Push a component to an OCI registry as a wasm artifact; prints the digest reference for `pack --ref`.
+    Push(push::PushArgs),
+    /// Sign an artifact in a registry (cosign-compatible, stored beside it) or a component file (detached).
+    Sign(sign::SignArgs),
+    /// Verify the signature of an artifact in a registry or of a component file against public keys.
+    Verify(sign::VerifyArgs),
+    /// Generate an ECDSA P-256 key pair for signing plugins.
+    GenerateKey(sign::GenerateKeyArgs),
 }
 
 /// Sandbox limits settable on the command line.
@@ -118,6 +128,16 @@ pub fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Plugin(PluginCommand::Inspect(args)) => inspect::run(&args),
         Command::Plugin(PluginCommand::Pack(args)) => pack_validated(&args),
+        Command::Plugin(PluginCommand::Push(args)) => block_on(async move {
+            push::run(&args, |wasm| {
+                validate_component(&args.file, wasm)?;
+                Ok(())
+            })
+            .await
+        }),
+        Command::Plugin(PluginCommand::Sign(args)) => block_on(async move { sign::sign(&args).await }),
+        Command::Plugin(PluginCommand::Verify(args)) => block_on(async move { sign::verify(&args).await }),
+        Command::Plugin(PluginCommand::GenerateKey(args)) => sign::generate_key(&args),
         Command::Render(args) => render::run(&args),
         Command::Run(args) => block_on(run::run(args)),
         Command::Dev(args) => block_on(dev::run(args)),
@@ -148,20 +168,23 @@ fn block_on(
 
 /// Validates the component with the host's own loader (contract version, `describe()`) before packing it.
 fn pack_validated(args: &pack::PackArgs) -> Result<(), Box<dyn std::error::Error>> {
-    pack::run(args, |wasm, options| {
-        let engine = crate::plugin::PluginEngine::new(None)?;
-        let plugin = engine
-            .load(&options.name, wasm, crate::plugin::Limits::default())
-            .map_err(|e| {
-                format!(
-                    "{} is not a usable plugin: {}",
-                    args.file.display(),
-                    crate::error_chain(&e)
-                )
-            })?;
-        tracing::debug!(plugin = %options.name, primary = %plugin.spec().primary, "validated before packing");
+    pack::run(args, |wasm, _| {
+        validate_component(args.file.as_deref().unwrap_or(std::path::Path::new("-")), wasm)?;
         Ok(())
     })
+}
+
+/// Loads a component with the host's own loader (contract version, `describe()`), naming `file` on failure.
+fn validate_component(file: &std::path::Path, wasm: &[u8]) -> Result<(), Box<dyn std::error::Error>> {
+    let engine = crate::plugin::PluginEngine::new(None)?;
+    let name = file
+        .file_stem()
+        .map_or_else(|| "plugin".into(), |s| s.to_string_lossy().into_owned());
+    let plugin = engine
+        .load(&name, wasm, crate::plugin::Limits::default())
+        .map_err(|e| format!("{} is not a usable plugin: {}", file.display(), crate::error_chain(&e)))?;
+    tracing::debug!(file = %file.display(), primary = %plugin.spec().primary, "validated");
+    Ok(())
 }
 
 /// Reads a file, naming it in the error.

@@ -1,4 +1,5 @@
-//! `wasm-reconciler plugin pack`: wrap a plugin component, its configuration and host settings in a ConfigMap.
+//! `wasm-reconciler plugin pack`: wrap a plugin component (or a reference to it in an OCI registry or at a URL),
+//! its configuration and host settings in a ConfigMap.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -12,8 +13,11 @@ use flate2::write::GzEncoder;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use crate::delivery::PluginReference;
 use crate::delivery::configmap::{PLUGIN_LABEL, SHA256_ANNOTATION};
 use crate::delivery::package::{CONFIG_KEY, MAX_CONFIGMAP_BYTES, SETTINGS_KEY, WASM_GZ_KEY, WASM_KEY};
+use crate::delivery::reference::REF_KEY;
+use crate::delivery::signature::DETACHED_SIGNATURE_KEY;
 
 /// The namespace plugins are packed for unless told otherwise: the host's own.
 pub const DEFAULT_NAMESPACE: &str = "wasm-reconciler";
@@ -95,6 +99,18 @@ pub enum PackError {
         #[source]
         source: std::io::Error,
     },
+    /// The reference does not parse.
+    #[error("invalid --ref")]
+    Reference(#[source] crate::delivery::reference::ReferenceError),
+    /// An `https://` reference without `--sha256`.
+    #[error("an https:// reference needs --sha256 with the component's digest")]
+    UnpinnedUrl,
+    /// `--sha256` is not a sha256 digest.
+    #[error("--sha256 {0:?} is not 64 hex digits (optionally after `sha256:`)")]
+    InvalidSha256(String),
+    /// Neither a component file nor `--ref`.
+    #[error("name the component FILE, or --ref for a component in a registry")]
+    NoComponent,
     /// The manifest could not be written.
     #[error("writing {}", path.display())]
     Write {
@@ -135,8 +151,21 @@ fn too_large_message(total: usize, wasm: usize, data: usize, gzip: bool, gzip_to
 /// Arguments of `plugin pack`.
 #[derive(Debug, Clone, Args)]
 pub struct PackArgs {
-    /// The component (`.wasm`).
-    pub file: PathBuf,
+    /// The component (`.wasm`); absent with `--ref`.
+    #[arg(required_unless_present = "reference", conflicts_with = "reference")]
+    pub file: Option<PathBuf>,
+    /// Reference the component instead of embedding it: `oci://REGISTRY/REPOSITORY:TAG@sha256:DIGEST` (what
+    /// `plugin push` prints; a tag alone is followed as it moves), or an `https://` URL with `--sha256`.
+    #[arg(long = "ref", value_name = "REFERENCE", conflicts_with = "gzip")]
+    pub reference: Option<String>,
+    /// With `--ref`: pin the component's sha256 (required for an https:// reference; for an oci:// tag, refuses
+    /// whatever else the tag moves to).
+    #[arg(long, value_name = "HEX", requires = "reference")]
+    pub sha256: Option<String>,
+    /// A detached signature of the component (from `plugin sign FILE`), stored as `plugin.wasm.sig`; needed for
+    /// an inline component or an https:// reference when the host requires signatures.
+    #[arg(long, value_name = "FILE")]
+    pub signature: Option<PathBuf>,
     /// Name of the ConfigMap, which is also the plugin's name (a DNS-1123 label).
     #[arg(long, value_name = "N")]
     pub name: String,
@@ -170,6 +199,8 @@ pub struct PackOptions {
     pub settings: Option<String>,
     /// Compress the component with gzip.
     pub gzip: bool,
+    /// A detached signature over the component, stored as `plugin.wasm.sig`.
+    pub signature: Option<String>,
 }
 
 impl PackOptions {
@@ -181,6 +212,7 @@ impl PackOptions {
             config: None,
             settings: None,
             gzip: false,
+            signature: None,
         }
     }
 }
@@ -188,17 +220,28 @@ impl PackOptions {
 impl PackArgs {
     /// Reads the component and the configuration and settings files.
     pub fn load(&self) -> Result<(Vec<u8>, PackOptions)> {
-        let wasm = read(&self.file)?;
+        let wasm = read(self.file.as_deref().ok_or(PackError::NoComponent)?)?;
+        Ok((wasm, self.options()?))
+    }
+
+    /// Reads the configuration, settings and signature files.
+    pub fn options(&self) -> Result<PackOptions> {
         let config = self.config.as_deref().map(read_text).transpose()?;
         let settings = self.settings.as_deref().map(read_text).transpose()?;
-        let options = PackOptions {
+        let signature = self
+            .signature
+            .as_deref()
+            .map(read_text)
+            .transpose()?
+            .map(|s| s.trim().to_owned());
+        Ok(PackOptions {
             name: self.name.clone(),
             namespace: self.namespace.clone(),
             config,
             settings,
             gzip: self.gzip,
-        };
-        Ok((wasm, options))
+            signature,
+        })
     }
 
     /// Writes the manifest to `--output`, or to stdout when it is absent or `-`.
@@ -227,6 +270,12 @@ pub fn run(
     args: &PackArgs,
     validate: impl FnOnce(&[u8], &PackOptions) -> std::result::Result<(), Box<dyn std::error::Error>>,
 ) -> std::result::Result<(), Box<dyn std::error::Error>> {
+    if let Some(reference) = &args.reference {
+        let reference = PluginReference::parse(reference).map_err(PackError::Reference)?;
+        let manifest = pack_reference(&reference, args.sha256.as_deref(), &args.options()?)?;
+        args.write_output(&manifest)?;
+        return Ok(());
+    }
     let (wasm, options) = args.load()?;
     validate(&wasm, &options)?;
     let manifest = pack(&wasm, &options)?;
@@ -241,7 +290,8 @@ struct ConfigMapManifest<'a> {
     kind: &'static str,
     metadata: Metadata<'a>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    data: BTreeMap<&'static str, &'a str>,
+    data: BTreeMap<&'static str, String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     binary_data: BTreeMap<&'static str, String>,
 }
 
@@ -250,6 +300,7 @@ struct Metadata<'a> {
     name: &'a str,
     namespace: &'a str,
     labels: BTreeMap<&'static str, &'static str>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     annotations: BTreeMap<&'static str, String>,
 }
 
@@ -270,16 +321,7 @@ pub fn pack(wasm: &[u8], options: &PackOptions) -> Result<String> {
         reason,
     })?;
     check_component(wasm)?;
-    let mut data = BTreeMap::new();
-    for (key, text) in [(CONFIG_KEY, &options.config), (SETTINGS_KEY, &options.settings)] {
-        if let Some(text) = text {
-            serde_saphyr::from_str::<serde_json::Value>(text).map_err(|source| PackError::InvalidDocument {
-                key,
-                source: Box::new(source),
-            })?;
-            data.insert(key, text.as_str());
-        }
-    }
+    let data = data(options)?;
     let data_bytes: usize = data.values().map(|text| text.len()).sum();
 
     let (key, stored) = if options.gzip {
@@ -312,7 +354,7 @@ pub fn pack(wasm: &[u8], options: &PackOptions) -> Result<String> {
             labels: BTreeMap::from([(PLUGIN_LABEL, "true")]),
             annotations: BTreeMap::from([(SHA256_ANNOTATION, hex::encode(Sha256::digest(wasm)))]),
         },
-        data,
+        data: data.into_iter().map(|(k, v)| (k, v.to_owned())).collect(),
         binary_data: BTreeMap::from([(key, BASE64.encode(&stored))]),
     };
     let yaml = serde_saphyr::to_string(&manifest).map_err(PackError::Serialize)?;
@@ -320,6 +362,69 @@ pub fn pack(wasm: &[u8], options: &PackOptions) -> Result<String> {
         "# Generated by `wasm-reconciler plugin pack`; do not edit. Component: {} bytes{}.\n{yaml}",
         wasm.len(),
         if options.gzip { ", gzip-compressed" } else { "" }
+    ))
+}
+
+/// The data values: configuration and settings (checked to be YAML) and the detached signature.
+fn data(options: &PackOptions) -> Result<BTreeMap<&'static str, &str>> {
+    let mut data = BTreeMap::new();
+    for (key, text) in [(CONFIG_KEY, &options.config), (SETTINGS_KEY, &options.settings)] {
+        if let Some(text) = text {
+            serde_saphyr::from_str::<serde_json::Value>(text).map_err(|source| PackError::InvalidDocument {
+                key,
+                source: Box::new(source),
+            })?;
+            data.insert(key, text.as_str());
+        }
+    }
+    if let Some(signature) = &options.signature {
+        data.insert(DETACHED_SIGNATURE_KEY, signature.as_str());
+    }
+    Ok(data)
+}
+
+/// Packs a ConfigMap that references its component (`plugin.ref`) instead of carrying it; `sha256` pins the
+/// component's digest (required for an `https://` reference).
+pub fn pack_reference(reference: &PluginReference, sha256: Option<&str>, options: &PackOptions) -> Result<String> {
+    check_dns_label(&options.name).map_err(|reason| PackError::InvalidName {
+        name: options.name.clone(),
+        reason,
+    })?;
+    check_dns_label(&options.namespace).map_err(|reason| PackError::InvalidNamespace {
+        namespace: options.namespace.clone(),
+        reason,
+    })?;
+    let sha256 = sha256
+        .map(|pin| {
+            let hex = pin.trim().trim_start_matches("sha256:").to_ascii_lowercase();
+            if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                Ok(hex)
+            } else {
+                Err(PackError::InvalidSha256(pin.to_owned()))
+            }
+        })
+        .transpose()?;
+    if matches!(reference, PluginReference::Url(_)) && sha256.is_none() {
+        return Err(PackError::UnpinnedUrl);
+    }
+    let reference = reference.to_string();
+    let mut data = data(options)?;
+    data.insert(REF_KEY, &reference);
+    let manifest = ConfigMapManifest {
+        api_version: "v1",
+        kind: "ConfigMap",
+        metadata: Metadata {
+            name: &options.name,
+            namespace: &options.namespace,
+            labels: BTreeMap::from([(PLUGIN_LABEL, "true")]),
+            annotations: sha256.map(|hex| (SHA256_ANNOTATION, hex)).into_iter().collect(),
+        },
+        data: data.into_iter().map(|(k, v)| (k, v.to_owned())).collect(),
+        binary_data: BTreeMap::new(),
+    };
+    let yaml = serde_saphyr::to_string(&manifest).map_err(PackError::Serialize)?;
+    Ok(format!(
+        "# Generated by `wasm-reconciler plugin pack --ref`; do not edit. Component: {reference}.\n{yaml}"
     ))
 }
 
@@ -669,7 +774,10 @@ mod tests {
         std::fs::write(&wasm_path, &wasm).expect("write wasm");
         std::fs::write(&config_path, "{\"prefix\": \"demo\"}").expect("write config");
         let args = PackArgs {
-            file: wasm_path,
+            file: Some(wasm_path),
+            reference: None,
+            sha256: None,
+            signature: None,
             name: "demo".to_owned(),
             namespace: DEFAULT_NAMESPACE.to_owned(),
             config: Some(config_path),
@@ -689,7 +797,10 @@ mod tests {
     #[test]
     fn a_missing_input_file_is_named() {
         let args = PackArgs {
-            file: PathBuf::from("/nonexistent/plugin.wasm"),
+            file: Some(PathBuf::from("/nonexistent/plugin.wasm")),
+            reference: None,
+            sha256: None,
+            signature: None,
             name: "p".to_owned(),
             namespace: DEFAULT_NAMESPACE.to_owned(),
             config: None,
@@ -726,7 +837,7 @@ mod tests {
             "o.yaml",
         ])
         .expect("parses");
-        assert_eq!(parsed.pack.file, PathBuf::from("p.wasm"));
+        assert_eq!(parsed.pack.file, Some(PathBuf::from("p.wasm")));
         assert_eq!(parsed.pack.name, "webapp");
         assert_eq!(parsed.pack.namespace, DEFAULT_NAMESPACE);
         assert_eq!(parsed.pack.config, Some(PathBuf::from("c.yaml")));
@@ -737,5 +848,59 @@ mod tests {
             Command::try_parse_from(["pack", "p.wasm"]).is_err(),
             "--name is required"
         );
+        assert!(
+            Command::try_parse_from(["pack", "--name", "p"]).is_err(),
+            "a FILE or --ref is required"
+        );
+        let by_reference = Command::try_parse_from(["pack", "--name", "p", "--ref", "oci://r/p:v1"]).expect("parses");
+        assert_eq!(by_reference.pack.reference.as_deref(), Some("oci://r/p:v1"));
+        assert!(
+            Command::try_parse_from(["pack", "p.wasm", "--name", "p", "--ref", "oci://r/p:v1"]).is_err(),
+            "a FILE and --ref exclude each other"
+        );
+    }
+
+    #[test]
+    fn a_reference_is_packed_without_the_component() {
+        let digest = "ab".repeat(32);
+        let reference =
+            PluginReference::parse(&format!("oci://127.0.0.1:5000/plugins/echo:v1@sha256:{digest}")).unwrap();
+        let options = PackOptions {
+            config: Some("greeting: hi\n".into()),
+            settings: Some("refreshInterval: 1m\n".into()),
+            ..PackOptions::new("echo")
+        };
+        let value = parse(&pack_reference(&reference, None, &options).expect("packs"));
+        assert_eq!(
+            text(&value, &["data", REF_KEY]),
+            format!("oci://127.0.0.1:5000/plugins/echo:v1@sha256:{digest}")
+        );
+        assert_eq!(text(&value, &["data", CONFIG_KEY]), "greeting: hi\n");
+        assert_eq!(text(&value, &["metadata", "labels", PLUGIN_LABEL]), "true");
+        assert!(value.get("binaryData").is_none());
+        assert!(value["metadata"].get("annotations").is_none(), "no pin unless asked");
+
+        let url = PluginReference::parse("https://example.com/echo.wasm").unwrap();
+        assert!(matches!(
+            pack_reference(&url, None, &options),
+            Err(PackError::UnpinnedUrl)
+        ));
+        let pinned =
+            parse(&pack_reference(&url, Some(&format!("sha256:{}", digest.to_uppercase())), &options).unwrap());
+        assert_eq!(text(&pinned, &["metadata", "annotations", SHA256_ANNOTATION]), digest);
+        assert!(matches!(
+            pack_reference(&url, Some("abc"), &options),
+            Err(PackError::InvalidSha256(_))
+        ));
+    }
+
+    #[test]
+    fn a_signature_is_stored_beside_the_component() {
+        let options = PackOptions {
+            signature: Some("MEUCIQ==".into()),
+            ..PackOptions::new("p")
+        };
+        let value = parse(&pack(&EMPTY_COMPONENT, &options).expect("packs"));
+        assert_eq!(text(&value, &["data", DETACHED_SIGNATURE_KEY]), "MEUCIQ==");
     }
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::serve::{HostOptions, LeaderElection, serve};
+use crate::delivery::RegistryOptions;
 
 /// Arguments of `run`.
 #[derive(Debug, Args)]
@@ -45,6 +46,40 @@ pub struct RunArgs {
     /// This host's identity in the Lease and in events (default: `POD_NAME`, then the host name).
     #[arg(long, env = "POD_NAME")]
     pub identity: Option<String>,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+    /// Refuse every plugin not signed by this public key (PEM, ECDSA P-256, e.g. cosign.pub); repeat for several
+    /// keys, any of which may sign. Artifacts need a cosign signature in their registry, inline components a
+    /// `plugin.wasm.sig`.
+    #[arg(
+        long = "trusted-key",
+        value_name = "FILE",
+        env = "WASM_RECONCILER_TRUSTED_KEYS",
+        value_delimiter = ','
+    )]
+    pub trusted_keys: Vec<PathBuf>,
+}
+
+/// How plugin references reach registries: shared by `run` and the `plugin push`/`sign`/`verify` commands.
+#[derive(Debug, Clone, Args)]
+pub struct RegistryArgs {
+    /// A registry (`host` or `host:port`) that may be reached over plain HTTP; loopback registries always may.
+    /// Repeat for several.
+    #[arg(long = "insecure-registry", value_name = "HOST[:PORT]")]
+    pub insecure_registries: Vec<String>,
+    /// PEM bundle of CA certificates trusted for registries besides the system roots.
+    #[arg(long = "registry-ca", value_name = "FILE")]
+    pub ca_bundle: Option<PathBuf>,
+}
+
+impl RegistryArgs {
+    /// The registry options these flags describe.
+    pub fn options(&self) -> RegistryOptions {
+        RegistryOptions {
+            insecure_registries: self.insecure_registries.clone(),
+            ca_bundle: self.ca_bundle.clone(),
+        }
+    }
 }
 
 /// The identity of this host: the given one, or the host name.
@@ -112,6 +147,8 @@ pub(super) async fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>>
             renew_every: Duration::from_secs(args.lease_renew_seconds),
         }),
         identity,
+        registry: args.registry.options(),
+        trusted_keys: args.trusted_keys,
     };
     serve(client, options, shutdown_signal()).await?;
     Ok(())

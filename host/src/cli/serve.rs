@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
@@ -13,6 +14,9 @@ use tokio::sync::watch;
 use crate::controller::Manager;
 use crate::delivery::configmap::ConfigMapSource;
 use crate::delivery::directory::DirectorySource;
+use crate::delivery::referenced::ReferenceContext;
+use crate::delivery::registry::{RegistryClient, RegistryError, RegistryOptions};
+use crate::delivery::signature::{SignatureError, SignaturePolicy};
 use crate::plugin::PluginEngine;
 use crate::runtime::Caches;
 use crate::telemetry::{Health, Metrics, MetricsServer};
@@ -34,6 +38,10 @@ pub struct HostOptions {
     pub leader_election: Option<LeaderElection>,
     /// This host's name in events and the lease.
     pub identity: String,
+    /// How plugin references reach registries (insecure hosts, extra CA).
+    pub registry: RegistryOptions,
+    /// PEM public keys; when any are given, every plugin must be signed by one of them.
+    pub trusted_keys: Vec<PathBuf>,
 }
 
 /// Leader election on a Lease.
@@ -67,6 +75,12 @@ pub enum ServeError {
     /// Leader election failed to start.
     #[error("starting leader election")]
     Lease(#[source] kube_lease_manager::LeaseManagerError),
+    /// The registry client could not be set up (CA bundle).
+    #[error("setting up the registry client")]
+    Registry(#[source] RegistryError),
+    /// A trusted key could not be read.
+    #[error("reading the trusted signing keys")]
+    TrustedKeys(#[source] SignatureError),
 }
 
 /// Serves plugins until `shutdown` resolves; with leader election, only while leading.
@@ -101,12 +115,33 @@ pub async fn serve(
         None => None,
     };
     let engine = PluginEngine::new(options.artifact_cache.clone())?;
+    let policy = SignaturePolicy::load(&options.trusted_keys).map_err(ServeError::TrustedKeys)?;
+    if policy.is_required() {
+        tracing::info!(keys = %policy.describe(), "plugins must be signed by one of these keys");
+    }
+    let references = ReferenceContext {
+        registry: Arc::new(
+            RegistryClient::new(options.registry.clone(), options.artifact_cache.clone())
+                .map_err(ServeError::Registry)?,
+        ),
+        policy: Arc::new(policy),
+        secrets: None,
+    };
 
     match &options.leader_election {
         None => {
             health.set_leader(true);
             metrics.set_leader(true);
-            lead(&client, &options, &engine, &metrics, &health, stop_rx.clone()).await;
+            lead(
+                &client,
+                &options,
+                &engine,
+                &references,
+                &metrics,
+                &health,
+                stop_rx.clone(),
+            )
+            .await;
         }
         Some(election) => {
             let (mut leading, mut lease_task) = start_lease(&client, election, &options.identity).await?;
@@ -131,7 +166,7 @@ pub async fn serve(
                         }
                         let _ = term_tx.send(true);
                     });
-                    lead(&client, &options, &engine, &metrics, &health, term_rx).await;
+                    lead(&client, &options, &engine, &references, &metrics, &health, term_rx).await;
                     ender.abort();
                     metrics.set_leader(false);
                     health.set_leader(false);
@@ -228,6 +263,7 @@ async fn lead(
     client: &Client,
     options: &HostOptions,
     engine: &PluginEngine,
+    references: &ReferenceContext,
     metrics: &Metrics,
     health: &Health,
     stop: watch::Receiver<bool>,
@@ -245,12 +281,16 @@ async fn lead(
     let mut sources = Vec::new();
     if let Some(dir) = &options.plugins_dir {
         let crds = options.install_crds.then(|| client.clone());
-        let source = DirectorySource::new(dir.clone(), crds);
+        let source = DirectorySource::new(dir.clone(), crds).with_policy(references.policy.as_ref().clone());
         tracing::info!(dir = %dir.display(), "watching the plugin directory");
         sources.push(tokio::spawn(source.run(manager.clone(), until_stopped(stop.clone()))));
     }
     if let Some(namespace) = &options.configmap_namespace {
-        let source = ConfigMapSource::new(client.clone(), namespace, Some(options.identity.clone()));
+        let context = ReferenceContext {
+            secrets: Some(Api::namespaced(client.clone(), namespace)),
+            ..references.clone()
+        };
+        let source = ConfigMapSource::new(client.clone(), namespace, Some(options.identity.clone()), context);
         sources.push(tokio::spawn(source.run(manager.clone(), until_stopped(stop.clone()))));
     }
     let readiness = tokio::spawn({

@@ -1,6 +1,7 @@
 //! Plugins from a directory, watched for changes: `<dir>/<name>/plugin.wasm` (or `plugin.wasm.gz`) with optional
-//! `config.yaml` and `settings.yaml` — the same layout as a plugin ConfigMap. With CRD installation on
-//! (`dev`), a `crd.yaml` beside the component is applied to the cluster first.
+//! `config.yaml` and `settings.yaml` — the same layout as a plugin ConfigMap; under a signature policy, a
+//! `plugin.wasm.sig` beside it. With CRD installation on (`dev`), a `crd.yaml` beside the component is applied to
+//! the cluster first.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -10,6 +11,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, Patch, PatchParams};
 
 use super::package::{CONFIG_KEY, PluginPackage, SETTINGS_KEY, WASM_GZ_KEY, WASM_KEY};
+use super::signature::{DETACHED_SIGNATURE_KEY, SignaturePolicy};
 use super::{Installed, Installer};
 
 /// File holding the CRDs a plugin's kinds need (installed by `dev`).
@@ -25,6 +27,7 @@ type Fingerprint = Vec<(String, u64, Option<SystemTime>)>;
 pub struct DirectorySource {
     dir: PathBuf,
     crds: Option<kube::Client>,
+    policy: SignaturePolicy,
     seen: HashMap<String, Fingerprint>,
 }
 
@@ -42,8 +45,15 @@ impl DirectorySource {
         Self {
             dir,
             crds,
+            policy: SignaturePolicy::none(),
             seen: HashMap::new(),
         }
+    }
+
+    /// Requires every plugin to carry a `plugin.wasm.sig` by one of the policy's keys.
+    pub fn with_policy(mut self, policy: SignaturePolicy) -> Self {
+        self.policy = policy;
+        self
     }
 
     /// Scans until `shutdown` resolves.
@@ -117,11 +127,17 @@ impl DirectorySource {
             text(SETTINGS_KEY).as_deref(),
             None,
         );
-        let package = match package {
+        let signature = text(DETACHED_SIGNATURE_KEY);
+        let package = match package.map_err(|e| crate::error_chain(&e)).and_then(|package| {
+            self.policy
+                .check_detached(&package.wasm, signature.as_deref().map(str::trim))
+                .map_err(|e| e.to_string())?;
+            Ok(package)
+        }) {
             Ok(package) => package,
             Err(error) => {
                 installer.record_refused(name);
-                tracing::error!(plugin = name, dir = %path.display(), error = %crate::error_chain(&error), "plugin refused; the previous version keeps serving");
+                tracing::error!(plugin = name, dir = %path.display(), error = %error, "plugin refused; the previous version keeps serving");
                 return;
             }
         };
@@ -136,13 +152,20 @@ impl DirectorySource {
 }
 
 fn fingerprint(dir: &Path) -> Fingerprint {
-    let mut files: Fingerprint = [WASM_KEY, WASM_GZ_KEY, CONFIG_KEY, SETTINGS_KEY, CRD_FILE]
-        .iter()
-        .filter_map(|file| {
-            let metadata = std::fs::metadata(dir.join(file)).ok()?;
-            Some(((*file).to_owned(), metadata.len(), metadata.modified().ok()))
-        })
-        .collect();
+    let mut files: Fingerprint = [
+        WASM_KEY,
+        WASM_GZ_KEY,
+        CONFIG_KEY,
+        SETTINGS_KEY,
+        DETACHED_SIGNATURE_KEY,
+        CRD_FILE,
+    ]
+    .iter()
+    .filter_map(|file| {
+        let metadata = std::fs::metadata(dir.join(file)).ok()?;
+        Some(((*file).to_owned(), metadata.len(), metadata.modified().ok()))
+    })
+    .collect();
     files.sort();
     files
 }

@@ -1,16 +1,26 @@
-//! Plugin delivery: where plugins come from (a directory, ConfigMaps), decoded and checked into packages, and
-//! handed to an [`Installer`] — the set of running plugins, which validates a version before it replaces the one
-//! serving.
+//! Plugin delivery: where plugins come from (a directory, ConfigMaps carrying the component or a reference to an
+//! OCI registry or URL), decoded, digest- and signature-checked into packages, and handed to an [`Installer`] — the
+//! set of running plugins, which validates a version before it replaces the one serving.
 
+pub mod artifact;
+pub mod component_store;
 pub mod configmap;
+pub mod credentials;
 pub mod directory;
 pub mod package;
+pub mod reference;
+pub mod referenced;
+pub mod registry;
 pub mod settings;
+pub mod signature;
 
 use std::future::Future;
 
 pub use package::{PackageError, PluginPackage};
+pub use reference::{OciReference, PluginReference};
+pub use registry::{RegistryClient, RegistryOptions};
 pub use settings::{PluginSettings, SettingsError};
+pub use signature::{PluginSigner, SignaturePolicy, TrustedKey};
 
 use crate::plugin::LoadError;
 

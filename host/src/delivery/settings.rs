@@ -1,5 +1,6 @@
 //! Host settings of one plugin (`settings.yaml` in a plugin directory or ConfigMap): limits, concurrency,
-//! resync and namespaces, parsed with Kubernetes-style quantities and Go-style durations.
+//! resync, namespaces and, for plugins by reference, the pull secret and refresh interval — parsed with
+//! Kubernetes-style quantities and Go-style durations.
 
 use std::time::Duration;
 
@@ -18,7 +19,15 @@ pub struct PluginSettings {
     pub resync: Option<Duration>,
     /// Namespaces whose primaries are reconciled (all when `None`).
     pub namespaces: Option<Vec<String>>,
+    /// A `kubernetes.io/dockerconfigjson` Secret in the host's namespace with the credentials for pulling the
+    /// plugin's reference.
+    pub pull_secret: Option<String>,
+    /// How often a tag reference is resolved again (a moved tag hot-reloads the plugin).
+    pub refresh_interval: Duration,
 }
+
+/// How often a tag reference is resolved again unless `refreshInterval` says otherwise.
+pub const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(300);
 
 impl Default for PluginSettings {
     fn default() -> Self {
@@ -27,6 +36,8 @@ impl Default for PluginSettings {
             concurrency: 4,
             resync: None,
             namespaces: None,
+            pull_secret: None,
+            refresh_interval: DEFAULT_REFRESH_INTERVAL,
         }
     }
 }
@@ -57,6 +68,8 @@ struct RawSettings {
     concurrency: Option<u32>,
     resync: Option<String>,
     namespaces: Option<Vec<String>>,
+    pull_secret: Option<String>,
+    refresh_interval: Option<String>,
 }
 
 impl PluginSettings {
@@ -141,11 +154,41 @@ impl PluginSettings {
                 message: "must list namespace names".into(),
             });
         }
+        if let Some(secret) = &raw.pull_secret
+            && (secret.is_empty()
+                || secret.len() > 253
+                || !secret
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.'))
+        {
+            return Err(SettingsError::Invalid {
+                key: "pullSecret",
+                message: format!("{secret:?} is not a Secret name"),
+            });
+        }
+        let refresh_interval = match &raw.refresh_interval {
+            None => defaults.refresh_interval,
+            Some(text) => {
+                let every = parse_duration(text).map_err(|message| SettingsError::Invalid {
+                    key: "refreshInterval",
+                    message,
+                })?;
+                if every < Duration::from_secs(1) {
+                    return Err(SettingsError::Invalid {
+                        key: "refreshInterval",
+                        message: "must be at least 1s".into(),
+                    });
+                }
+                every
+            }
+        };
         Ok(Self {
             limits,
             concurrency,
             resync,
             namespaces: raw.namespaces,
+            pull_secret: raw.pull_secret,
+            refresh_interval,
         })
     }
 }
@@ -230,6 +273,10 @@ mod tests {
         assert_eq!(settings.concurrency, 8);
         assert_eq!(settings.resync, Some(Duration::from_secs(5400)));
         assert_eq!(settings.namespaces, Some(vec!["a".to_string(), "b".to_string()]));
+        let registry = PluginSettings::parse("pullSecret: regcred\nrefreshInterval: 30s\n").unwrap();
+        assert_eq!(registry.pull_secret.as_deref(), Some("regcred"));
+        assert_eq!(registry.refresh_interval, Duration::from_secs(30));
+        assert_eq!(PluginSettings::default().refresh_interval, DEFAULT_REFRESH_INTERVAL);
     }
 
     #[test]
@@ -243,6 +290,8 @@ mod tests {
         assert!(message("concurrency: 0").contains("outside 1..256"));
         assert!(message("memory: 1Mi").contains("unknown field `memory`"));
         assert!(message("namespaces: []").contains("must list namespace names"));
+        assert!(message("pullSecret: Reg_Cred").contains("setting `pullSecret`"));
+        assert!(message("refreshInterval: 100ms").contains("must be at least 1s"));
     }
 
     #[test]
