@@ -23,7 +23,7 @@ pub enum FinalizerState {
 impl FinalizerState {
     /// The state of an object with metadata `meta`, for a plugin declaring `finalizer`.
     pub fn of(meta: &Meta, finalizer: Option<&str>) -> Self {
-        let holds = finalizer.is_some_and(|finalizer| meta.finalizers.iter().any(|f| f == finalizer));
+        let holds = finalizer.is_some_and(|finalizer| meta.finalizers.iter().any(|f| &**f == finalizer));
         match (meta.deleting, holds) {
             (false, false) if finalizer.is_some() => Self::Add,
             (false, _) => Self::Apply,
@@ -53,7 +53,7 @@ mod tests {
             resource_version: ResourceVersion::Integer(1),
             generation: Some(1),
             deleting,
-            finalizers: finalizers.iter().map(|f| (*f).to_owned()).collect(),
+            finalizers: finalizers.iter().map(|f| (*f).into()).collect(),
             labels: Default::default(),
             controller: None,
         }

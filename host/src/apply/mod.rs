@@ -283,7 +283,7 @@ impl Applier {
         for (gvk, cache) in &self.owned {
             for observed in cache.controlled_by(&uid) {
                 let elsewhere = self.primary.namespaced() && observed.key.namespace != primary_key.namespace;
-                if !elsewhere && !desired.contains(&(gvk, observed.key.name.as_str())) {
+                if !elsewhere && !desired.contains(&(gvk, &*observed.key.name)) {
                     deletes.push(self.delete_child(&primary_key, gvk, observed).boxed());
                 }
             }

@@ -380,7 +380,7 @@ async fn run_resync(shared: std::sync::Weak<Shared>, every: Duration) {
 impl Shared {
     fn wants(&self, key: &ObjectKey) -> bool {
         match (&self.options.namespaces, &key.namespace) {
-            (Some(allowed), Some(namespace)) => allowed.iter().any(|n| n == namespace),
+            (Some(allowed), Some(namespace)) => allowed.iter().any(|n| **n == **namespace),
             _ => true,
         }
     }
@@ -418,7 +418,7 @@ impl Shared {
     fn owner_key(&self, child: &CachedObject) -> Option<ObjectKey> {
         let owner = child.meta.controller.as_ref()?;
         let owner_group = owner.api_version.rsplit_once('/').map_or("", |(group, _)| group);
-        if owner.kind != self.spec.primary.kind || owner_group != self.spec.primary.group {
+        if *owner.kind != *self.spec.primary.kind || owner_group != self.spec.primary.group {
             return None;
         }
         let namespace = if self.primary.namespaced() {

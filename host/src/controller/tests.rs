@@ -290,7 +290,7 @@ async fn a_swap_reconciles_every_primary_with_the_new_version() {
         .iter()
         .map(|seen| {
             assert_eq!(seen.echo["config"], json!({"v": 2}));
-            seen.key.name.clone()
+            seen.key.name.to_string()
         })
         .collect();
     swapped.sort();

@@ -45,20 +45,36 @@ pub type Result<T, E = CacheError> = std::result::Result<T, E>;
 /// `namespace/name`, or `name` for cluster-scoped objects.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ObjectKey {
-    /// Namespace; `None` for cluster-scoped objects.
-    pub namespace: Option<String>,
+    /// Namespace; `None` for cluster-scoped objects. Shared by every key of the namespace.
+    pub namespace: Option<Arc<str>>,
     /// Name.
-    pub name: String,
+    pub name: Box<str>,
 }
 
 impl ObjectKey {
     /// A key.
     pub fn new(namespace: Option<&str>, name: &str) -> Self {
         Self {
-            namespace: namespace.map(str::to_owned),
-            name: name.to_owned(),
+            namespace: namespace.map(intern),
+            name: name.into(),
         }
     }
+}
+
+/// One shared copy of a string that many cached objects repeat (namespaces, owner kinds and apiVersions, label keys).
+/// The set only grows; it holds what the cluster's objects name, which is small next to the objects.
+fn intern(text: &str) -> Arc<str> {
+    static INTERNED: std::sync::OnceLock<Mutex<HashSet<Arc<str>>>> = std::sync::OnceLock::new();
+    let mut interned = INTERNED
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(shared) = interned.get(text) {
+        return shared.clone();
+    }
+    let shared: Arc<str> = text.into();
+    interned.insert(shared.clone());
+    shared
 }
 
 impl std::fmt::Display for ObjectKey {
@@ -82,7 +98,7 @@ pub enum ResourceVersion {
     /// A decimal integer, ordered.
     Integer(u64),
     /// Anything else, unordered.
-    Opaque(String),
+    Opaque(Box<str>),
 }
 
 impl ResourceVersion {
@@ -90,7 +106,7 @@ impl ResourceVersion {
     pub fn parse(text: &str) -> Self {
         match text.parse() {
             Ok(number) if text.bytes().all(|b| b.is_ascii_digit()) => Self::Integer(number),
-            _ => Self::Opaque(text.to_owned()),
+            _ => Self::Opaque(text.into()),
         }
     }
 
@@ -100,11 +116,11 @@ impl ResourceVersion {
     }
 }
 
-/// The metadata of a cached object that host decisions read, typed.
+/// The metadata of a cached object that host decisions read, typed and compact: a cache holds one per object.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Meta {
     /// `metadata.uid`.
-    pub uid: String,
+    pub uid: Box<str>,
     /// `metadata.resourceVersion`.
     pub resource_version: ResourceVersion,
     /// `metadata.generation`.
@@ -112,11 +128,58 @@ pub struct Meta {
     /// `metadata.deletionTimestamp` is set.
     pub deleting: bool,
     /// `metadata.finalizers`.
-    pub finalizers: Vec<String>,
+    pub finalizers: Box<[Box<str>]>,
     /// `metadata.labels`, for label selectors.
-    pub labels: BTreeMap<String, String>,
+    pub labels: Labels,
     /// The ownerReference with `controller: true`, if any.
-    pub controller: Option<OwnerReference>,
+    pub controller: Option<ControllerRef>,
+}
+
+/// An object's labels, sorted by key; keys are shared between objects.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Labels(Box<[(Arc<str>, Box<str>)]>);
+
+impl Labels {
+    fn new(labels: BTreeMap<String, String>) -> Self {
+        Self(
+            labels
+                .into_iter()
+                .map(|(key, value)| (intern(&key), value.into()))
+                .collect(),
+        )
+    }
+
+    /// The value of label `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .binary_search_by(|(probe, _)| (**probe).cmp(key))
+            .ok()
+            .map(|index| &*self.0[index].1)
+    }
+}
+
+/// The ownerReference with `controller: true`: who the object belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerRef {
+    /// The owner's `apiVersion` (shared).
+    pub api_version: Arc<str>,
+    /// The owner's kind (shared).
+    pub kind: Arc<str>,
+    /// The owner's name.
+    pub name: Box<str>,
+    /// The owner's uid.
+    pub uid: Box<str>,
+}
+
+impl ControllerRef {
+    fn of(owner: &OwnerReference) -> Self {
+        Self {
+            api_version: intern(&owner.api_version),
+            kind: intern(&owner.kind),
+            name: owner.name.as_str().into(),
+            uid: owner.uid.as_str().into(),
+        }
+    }
 }
 
 /// One cached object: its JSON text and its typed metadata.
@@ -137,18 +200,23 @@ impl CachedObject {
         metadata.managed_fields = None;
         let key = ObjectKey::new(metadata.namespace.as_deref(), metadata.name.as_deref()?);
         let meta = Meta {
-            uid: metadata.uid.clone().unwrap_or_default(),
+            uid: metadata.uid.as_deref().unwrap_or_default().into(),
             resource_version: ResourceVersion::parse(metadata.resource_version.as_deref().unwrap_or_default()),
             generation: metadata.generation,
             deleting: metadata.deletion_timestamp.is_some(),
-            finalizers: metadata.finalizers.clone().unwrap_or_default(),
-            labels: metadata.labels.clone().unwrap_or_default(),
+            finalizers: metadata
+                .finalizers
+                .iter()
+                .flatten()
+                .map(|f| f.as_str().into())
+                .collect(),
+            labels: Labels::new(metadata.labels.clone().unwrap_or_default()),
             controller: metadata
                 .owner_references
                 .iter()
                 .flatten()
                 .find(|owner| owner.controller == Some(true))
-                .cloned(),
+                .map(ControllerRef::of),
         };
         // List items come without apiVersion and kind; plugins always see both.
         object.types.get_or_insert_with(|| TypeMeta {
@@ -176,7 +244,7 @@ impl CachedObject {
 
     /// Whether a label selector selects this object.
     pub fn selected_by(&self, selector: &wasm_reconciler_apiserver::selector::LabelSelector) -> bool {
-        selector.matches_with(|key| self.meta.labels.get(key).map(String::as_str))
+        selector.matches_with(|key| self.meta.labels.get(key))
     }
 
     /// True when `self` may replace `other` in the cache: another incarnation of the name, or not known to be
@@ -223,8 +291,8 @@ struct CacheState {
 }
 
 /// The uid of an object's controller, if it has one.
-fn controller_uid(object: &CachedObject) -> Option<&String> {
-    object.meta.controller.as_ref().map(|owner| &owner.uid)
+fn controller_uid(object: &CachedObject) -> Option<&str> {
+    object.meta.controller.as_ref().map(|owner| &*owner.uid)
 }
 
 impl CacheState {
@@ -233,12 +301,12 @@ impl CacheState {
         if let Some(old_owner) = old.as_deref().and_then(controller_uid)
             && Some(old_owner) != controller_uid(&object)
         {
-            let old_owner = old_owner.clone();
+            let old_owner = old_owner.to_owned();
             self.unindex(&old_owner, &object.key);
         }
         if let Some(owner) = controller_uid(&object) {
             self.by_controller
-                .entry(owner.clone())
+                .entry(owner.into())
                 .or_default()
                 .insert(object.key.clone());
         }
@@ -422,7 +490,7 @@ impl KindCache {
     pub fn record_delete(&self, key: &ObjectKey, uid: &str) {
         let old = {
             let mut state = self.write();
-            if state.objects.get(key).is_none_or(|cached| cached.meta.uid != uid) {
+            if state.objects.get(key).is_none_or(|cached| *cached.meta.uid != *uid) {
                 return;
             }
             state.remove(key)
@@ -531,12 +599,7 @@ impl KindCache {
 
     /// Replaces the contents after a (re)list of `within` (one namespace of the scope, or everything when
     /// `None`), telling subscribers what changed.
-    fn replace_all(&self, listed: Vec<DynamicObject>, within: Option<&str>) {
-        let fresh: Vec<Arc<CachedObject>> = listed
-            .into_iter()
-            .filter_map(|object| CachedObject::new(object, &self.gvk))
-            .map(Arc::new)
-            .collect();
+    fn replace_all(&self, fresh: Vec<Arc<CachedObject>>, within: Option<&str>) {
         let mut changes = Vec::new();
         {
             let mut state = self.write();
@@ -744,7 +807,8 @@ async fn run_watch(client: Client, resource: ApiResource, gvk: Gvk, scope: Names
             .map(move |event| (namespace.clone(), event))
             .boxed()
     }));
-    let mut buffers: HashMap<Option<String>, Vec<DynamicObject>> = HashMap::new();
+    // A (re)list's objects, made compact as they arrive: the parsed pages never pile up.
+    let mut buffers: HashMap<Option<String>, Vec<Arc<CachedObject>>> = HashMap::new();
     let mut failures = 0u32;
     while let Some((namespace, event)) = stream.next().await {
         let Some(cache) = cache.upgrade() else { return };
@@ -754,7 +818,9 @@ async fn run_watch(client: Client, resource: ApiResource, gvk: Gvk, scope: Names
                 match event {
                     WatchEvent::Init => buffers.entry(namespace).or_default().clear(),
                     WatchEvent::InitApply(object) => {
-                        buffers.entry(namespace).or_default().push(object);
+                        if let Some(object) = CachedObject::new(object, &gvk) {
+                            buffers.entry(namespace).or_default().push(Arc::new(object));
+                        }
                     }
                     WatchEvent::InitDone => {
                         let listed = buffers.remove(&namespace).unwrap_or_default();
@@ -879,9 +945,9 @@ mod tests {
         assert!(cached.value()["metadata"].get("managedFields").is_none());
         assert!(!cached.json.contains("managedFields"));
         assert_eq!(cached.meta.resource_version, ResourceVersion::Integer(7));
-        assert_eq!(cached.meta.controller.as_ref().map(|o| o.uid.as_str()), Some("owner-1"));
+        assert_eq!(cached.meta.controller.as_ref().map(|o| &*o.uid), Some("owner-1"));
         assert_eq!(cached.key.to_string(), "ns/a");
-        assert_eq!(cached.meta.uid, "uid-a");
+        assert_eq!(&*cached.meta.uid, "uid-a");
         assert!(!cached.meta.deleting);
     }
 
@@ -937,20 +1003,21 @@ mod tests {
         serde_json::from_value(value).unwrap()
     }
 
+    fn listed(value: Value) -> Arc<CachedObject> {
+        Arc::new(cached(value))
+    }
+
     #[test]
     fn a_relist_of_one_namespace_replaces_only_that_namespace() {
         let cache = KindCache::detached(config_map_kind(), true, Some(["a".to_owned(), "b".to_owned()].into()));
         cache.replace_all(
-            vec![
-                dynamic(in_namespace("a", "x", "1")),
-                dynamic(in_namespace("a", "y", "2")),
-            ],
+            vec![listed(in_namespace("a", "x", "1")), listed(in_namespace("a", "y", "2"))],
             Some("a"),
         );
-        cache.replace_all(vec![dynamic(in_namespace("b", "z", "3"))], Some("b"));
+        cache.replace_all(vec![listed(in_namespace("b", "z", "3"))], Some("b"));
         assert_eq!(cache.len(), 3);
         // `y` went while namespace a's watch was down; b's object stays.
-        cache.replace_all(vec![dynamic(in_namespace("a", "x", "1"))], Some("a"));
+        cache.replace_all(vec![listed(in_namespace("a", "x", "1"))], Some("a"));
         let mut keys: Vec<String> = cache.list(None).iter().map(|o| o.key.to_string()).collect();
         keys.sort();
         assert_eq!(keys, ["a/x", "b/z"]);
@@ -1017,6 +1084,30 @@ mod tests {
         );
         assert_eq!(forbidden(&watcher::Error::InitialListFailed(status(500))), None);
         assert_eq!(forbidden(&watcher::Error::NoResourceVersion), None);
+    }
+
+    #[test]
+    fn repeated_strings_are_held_once() {
+        let a = ObjectKey::new(Some("team-a"), "x");
+        let b = ObjectKey::new(Some("team-a"), "y");
+        assert!(Arc::ptr_eq(
+            a.namespace.as_ref().unwrap(),
+            b.namespace.as_ref().unwrap()
+        ));
+        let first = cached(object("a", "1", Some("o1")));
+        let second = cached(object("b", "1", Some("o2")));
+        let (first, second) = (first.meta.controller.unwrap(), second.meta.controller.unwrap());
+        assert!(Arc::ptr_eq(&first.kind, &second.kind));
+        assert_eq!((&*first.uid, &*second.uid), ("o1", "o2"));
+    }
+
+    #[test]
+    fn labels_are_found_by_key() {
+        let labels = Labels::new([("b".to_owned(), "2".to_owned()), ("a".to_owned(), "1".to_owned())].into());
+        assert_eq!(labels.get("a"), Some("1"));
+        assert_eq!(labels.get("b"), Some("2"));
+        assert_eq!(labels.get("c"), None);
+        assert_eq!(Labels::default().get("a"), None);
     }
 
     #[test]
