@@ -36,6 +36,9 @@ use wasm_reconciler::runtime::Caches;
 use wasm_reconciler::telemetry::Metrics;
 use wasm_reconciler_apiserver::{ApiServer, write_kubeconfig};
 
+mod support;
+use support::{Machine, Memory, clock_ticks_per_second, cpu_seconds, load_average};
+
 /// Which party this process plays.
 const ROLE_VARIABLE: &str = "CONVERGE_ROLE";
 /// Kubeconfig the child processes read (and the API server writes).
@@ -151,109 +154,6 @@ impl Variant {
 fn load_wasm_plugin() -> anyhow::Result<Plugin> {
     let wasm = wasm_reconciler_artifacts::read(wasm_reconciler_artifacts::CONFIGMAPSET);
     Ok(PluginEngine::new(None)?.load(PLUGIN, &wasm, Limits::default())?)
-}
-
-/// The machine the numbers come from.
-#[derive(Debug)]
-struct Machine {
-    date: String,
-    cpus: usize,
-    cpu_model: String,
-    kernel: String,
-    commit: String,
-}
-
-impl Machine {
-    fn detect() -> Self {
-        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let cpu_model = cpuinfo
-            .lines()
-            .find_map(|line| line.strip_prefix("model name"))
-            .and_then(|rest| rest.split_once(':'))
-            .map_or_else(|| "unknown".to_owned(), |(_, model)| model.trim().to_owned());
-        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .map_or_else(|_| "unknown".to_owned(), |text| text.trim().to_owned());
-        let commit = std::process::Command::new("git")
-            .args(["rev-parse", "--short", "HEAD"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .output()
-            .ok()
-            .filter(|output| output.status.success())
-            .map_or_else(
-                || "unknown".to_owned(),
-                |output| String::from_utf8_lossy(&output.stdout).trim().to_owned(),
-            );
-        Self {
-            date: k8s_openapi::jiff::Timestamp::now()
-                .strftime("%Y-%m-%d %H:%M UTC")
-                .to_string(),
-            cpus: std::thread::available_parallelism().map_or(1, usize::from),
-            cpu_model,
-            kernel,
-            commit,
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// /proc readings.
-// ---------------------------------------------------------------------------------------------------------
-
-/// A `kB` field of `/proc/<pid>/status` (`VmRSS`, `VmHWM`), in KiB.
-fn memory_kib(pid: u32, field: &str) -> anyhow::Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-        .ok_or_else(|| anyhow!("no {field} in /proc/{pid}/status"))
-}
-
-/// Resident and peak resident memory of a process.
-#[derive(Debug, Clone, Copy, Default)]
-struct Memory {
-    rss_kib: u64,
-    peak_kib: u64,
-}
-
-impl Memory {
-    fn of(pid: u32) -> anyhow::Result<Self> {
-        Ok(Self {
-            rss_kib: memory_kib(pid, "VmRSS")?,
-            peak_kib: memory_kib(pid, "VmHWM")?,
-        })
-    }
-}
-
-/// Clock ticks per second of `/proc/<pid>/stat` times.
-fn clock_ticks_per_second() -> f64 {
-    std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|output| String::from_utf8_lossy(&output.stdout).trim().parse().ok())
-        .unwrap_or(100.0)
-}
-
-/// User plus system CPU time a process has used (all threads), in seconds.
-fn cpu_seconds(pid: u32, ticks_per_second: f64) -> anyhow::Result<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // Fields after the parenthesised command name start at field 3 (state); utime and stime are 14 and 15.
-    let rest = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or_default();
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |index: usize| -> anyhow::Result<f64> {
-        Ok(fields
-            .get(index)
-            .ok_or_else(|| anyhow!("short /proc/{pid}/stat"))?
-            .parse::<f64>()?)
-    };
-    Ok((ticks(11)? + ticks(12)?) / ticks_per_second)
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|text| text.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -19,6 +19,8 @@ use wasmtime::Store;
 use wasmtime::component::{Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+mod support;
+
 /// Bindings of the plugin contract, generated here so the bench can call each phase of a wasm reconcile
 /// separately (the runtime keeps its own bindings private).
 mod contract_bindings {
@@ -460,8 +462,8 @@ impl Report {
             k8s_openapi::jiff::Timestamp::now().strftime("%Y-%m-%d %H:%M")
         );
         let _ = writeln!(out, "| cores (`nproc`) | {} |", available_cores());
-        let _ = writeln!(out, "| CPU | {} |", cpu_model());
-        let _ = writeln!(out, "| load average at the end | {} |", load_average());
+        let _ = writeln!(out, "| CPU | {} |", support::Machine::detect().cpu_model);
+        let _ = writeln!(out, "| load average at the end | {} |", support::load_average());
         let _ = writeln!(
             out,
             "| world view | 1 ConfigMapSet + {CHILDREN} ConfigMaps, {} bytes of JSON |",
@@ -597,23 +599,4 @@ impl Report {
 
 fn available_cores() -> String {
     std::thread::available_parallelism().map_or_else(|e| format!("unknown ({e})"), |n| n.to_string())
-}
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines().find_map(|line| {
-                line.strip_prefix("model name")?
-                    .split_once(':')
-                    .map(|(_, v)| v.trim().to_string())
-            })
-        })
-        .unwrap_or_else(|| "unknown".into())
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|text| text.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
 }
