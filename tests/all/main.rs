@@ -17,6 +17,8 @@ mod plugin_configmaps;
 mod polyglot;
 mod rbac_grants;
 mod real_only;
+mod registry;
+mod registry_delivery;
 mod request_info;
 mod request_recorder;
 mod scope;

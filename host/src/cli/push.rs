@@ -80,6 +80,9 @@ pub struct PushArgs {
     /// Also sign the pushed artifact with this private key (as `plugin sign` does).
     #[arg(long, value_name = "FILE")]
     pub sign_key: Option<PathBuf>,
+    /// Write the digest reference to this file instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
     #[command(flatten)]
     pub registry: RegistryArgs,
     #[command(flatten)]
@@ -123,6 +126,10 @@ pub(super) async fn run(
     if let Some(signer) = signer {
         super::sign::sign_artifact(&client, &signer, &pushed, &digest, &auth).await?;
     }
-    println!("{pushed}");
+    match &args.output {
+        Some(path) => std::fs::write(path, format!("{pushed}\n"))
+            .map_err(|e| std::io::Error::new(e.kind(), format!("writing {}: {e}", path.display())))?,
+        None => println!("{pushed}"),
+    }
     Ok(())
 }

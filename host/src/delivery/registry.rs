@@ -253,7 +253,7 @@ impl RegistryClient {
         if let Some(digest) = &reference.digest {
             return Ok(digest.clone());
         }
-        let client = self.oci_client(&reference.registry).await?;
+        let client = self.oci_client(&reference.registry, auth).await?;
         client
             .fetch_manifest_digest(&reference.to_client(), auth)
             .await
@@ -267,8 +267,9 @@ impl RegistryClient {
         let manifest = match reference.digest.as_deref().and_then(|digest| self.store.get(digest)) {
             Some(manifest) => manifest,
             None => {
-                let client = self.oci_client(&reference.registry).await?;
-                let (manifest, _) = client
+                let (manifest, _) = self
+                    .oci_client(&reference.registry, auth)
+                    .await?
                     .pull_manifest_raw(&reference.to_client(), auth, ACCEPTED_MANIFEST_MEDIA_TYPES)
                     .await
                     .map_err(|source| classify(reference, "pulling the manifest of", source))?;
@@ -305,7 +306,7 @@ impl RegistryClient {
                 cached: true,
             });
         }
-        let client = self.oci_client(&reference.registry).await?;
+        let client = self.oci_client(&reference.registry, auth).await?;
         let pinned = reference.with_digest(&manifest_digest);
         tracing::info!(plugin, reference = %pinned, bytes = layer.size, "pulling the component");
         let stream = client
@@ -408,8 +409,7 @@ impl RegistryClient {
         auth: &RegistryAuth,
     ) -> Result<Vec<SignatureLayer>> {
         let signatures = reference.with_tag(&signature_tag(manifest_digest));
-        let client = self.oci_client(&reference.registry).await?;
-        client.store_auth_if_needed(&reference.registry, auth).await;
+        let client = self.oci_client(&reference.registry, auth).await?;
         let manifest = match client
             .pull_manifest_raw(&signatures.to_client(), auth, ACCEPTED_MANIFEST_MEDIA_TYPES)
             .await
@@ -452,8 +452,7 @@ impl RegistryClient {
         artifact: &WasmArtifact,
         auth: &RegistryAuth,
     ) -> Result<String> {
-        let client = self.oci_client(&reference.registry).await?;
-        client.store_auth_if_needed(&reference.registry, auth).await;
+        let client = self.oci_client(&reference.registry, auth).await?;
         let target = reference.to_client();
         for (digest, bytes) in [
             (&artifact.layer_digest, wasm),
@@ -494,8 +493,7 @@ impl RegistryClient {
         auth: &RegistryAuth,
     ) -> Result<String> {
         let target = reference.with_tag(&signature_tag(manifest_digest));
-        let client = self.oci_client(&reference.registry).await?;
-        client.store_auth_if_needed(&reference.registry, auth).await;
+        let client = self.oci_client(&reference.registry, auth).await?;
         let mut layers = match client
             .pull_manifest_raw(&target.to_client(), auth, ACCEPTED_MANIFEST_MEDIA_TYPES)
             .await
@@ -574,7 +572,7 @@ impl RegistryClient {
 
     /// An oci-client for `registry`, speaking HTTPS, or plain HTTP when the registry is allowed it and does not
     /// speak TLS.
-    async fn oci_client(&self, registry: &str) -> Result<oci_client::Client> {
+    async fn oci_client(&self, registry: &str, auth: &RegistryAuth) -> Result<oci_client::Client> {
         let scheme = self.scheme(registry).await?;
         let config = ClientConfig {
             protocol: match scheme {
@@ -594,7 +592,10 @@ impl RegistryClient {
             user_agent: concat!("wasm-reconciler/", env!("CARGO_PKG_VERSION")),
             ..ClientConfig::default()
         };
-        oci_client::Client::try_from(config).map_err(|e| RegistryError::Client(crate::error_chain(&e)))
+        let client = oci_client::Client::try_from(config).map_err(|e| RegistryError::Client(crate::error_chain(&e)))?;
+        // Every request this client makes to `registry` carries `auth`, not only the first one.
+        client.store_auth_if_needed(registry, auth).await;
+        Ok(client)
     }
 
     /// HTTPS for every registry, except that one allowed plain HTTP (loopback or listed) which does not answer
@@ -739,6 +740,16 @@ fn classify(reference: &OciReference, operation: &'static str, source: OciDistri
             expected: reference.digest.clone().unwrap_or_default(),
             actual: error.to_string(),
         },
+        OciDistributionError::RequestError(error)
+            if error
+                .status()
+                .is_some_and(|status| status.as_u16() == 401 || status.as_u16() == 403) =>
+        {
+            RegistryError::Unauthorized {
+                reference: reference.to_string(),
+                message: crate::error_chain(error),
+            }
+        }
         OciDistributionError::RequestError(error) if error.is_connect() || error.is_timeout() => {
             RegistryError::Unreachable {
                 authority: reference.registry.clone(),
