@@ -48,9 +48,10 @@ test: toolchain test-tools polyglot kube-harness helm-check
 	E2E_SERVER=real $(CARGO) test -p wasm-reconciler-tests -- --skip embedded_only:: 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
 	@awk '/^test result:/ { passed += $$4; failed += $$6 } END { printf "tests: %d passed, %d failed\n", passed, failed }' $(CARGO_TARGET_DIR)/test-output.log
 
-## test-tools: the Debian packages the checks use (jq, yq, curl), installed when missing.
+## test-tools: the Debian packages the checks use (jq, yq, curl, and docker-registry — CNCF Distribution, the OCI
+## registry the registry tests start), installed when missing.
 test-tools:
-	@missing=""; for tool in jq yq curl; do command -v $$tool >/dev/null || missing="$$missing $$tool"; done; \
+	@missing=""; for tool in jq yq curl docker-registry; do command -v $$tool >/dev/null || missing="$$missing $$tool"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages:$$missing"; \
 		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
