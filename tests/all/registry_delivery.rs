@@ -377,6 +377,17 @@ async fn a_moved_tag_hot_reloads_the_plugin() -> anyhow::Result<()> {
     })
     .await;
     println!("the moved tag served {:?} after the push", moved.elapsed());
+    let (_, metrics) = http_get(setup.telemetry, "/metrics").await.expect("/metrics answers");
+    let moved_to = sha256_hex(&std::fs::read(wasm_reconciler_artifacts::CONFIGMAPSET)?);
+    assert_eq!(
+        sum_samples(
+            &metrics,
+            "wasm_reconciler_plugin_info",
+            &["plugin=\"workload\"", &format!("sha256=\"{moved_to}\"")]
+        ),
+        1.0,
+        "the info metric names the component the tag moved to"
+    );
     assert_eq!(setup.loads("workload", "loaded").await, 2.0);
     assert_eq!(setup.loads("workload", "refused").await, 0.0);
     setup.host.stop().await

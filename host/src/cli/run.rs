@@ -153,3 +153,44 @@ pub(super) async fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>>
     serve(client, options, shutdown_signal()).await?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Command {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    #[test]
+    fn registry_and_signature_flags() {
+        let parsed = Command::try_parse_from([
+            "run",
+            "--trusted-key",
+            "a.pub",
+            "--trusted-key",
+            "b.pub",
+            "--insecure-registry",
+            "registry.lan:5000",
+            "--registry-ca",
+            "ca.pem",
+        ])
+        .expect("parses");
+        assert_eq!(
+            parsed.run.trusted_keys,
+            [PathBuf::from("a.pub"), PathBuf::from("b.pub")]
+        );
+        let options = parsed.run.registry.options();
+        assert_eq!(options.insecure_registries, ["registry.lan:5000"]);
+        assert_eq!(options.ca_bundle, Some(PathBuf::from("ca.pem")));
+        assert!(options.allows_plain_http("registry.lan:5000"));
+
+        let plain = Command::try_parse_from(["run"]).expect("parses");
+        assert!(plain.run.trusted_keys.is_empty(), "signatures are opt-in");
+        assert_eq!(plain.run.registry.options(), RegistryOptions::default());
+    }
+}
