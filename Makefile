@@ -128,9 +128,11 @@ clean-dev:
 REAL_CLUSTER_ARGS ?=
 
 .PHONY: kube-harness real-cluster
-## kube-harness: build the real control plane (cached under ~/.cache/wasm-reconciler/kube) and run its self-check.
+## kube-harness: build the real control plane (cached under ~/.cache/wasm-reconciler/kube), test the launcher's Go
+## packages and run its self-check.
 kube-harness:
 	tests/kube/build.sh >/dev/null
+	cd tests/kube && go test ./internal/...
 	tests/kube/selfcheck.sh
 
 ## real-cluster: a real Kubernetes control plane on .dev/real-cluster, in the foreground (Ctrl-C stops it; REAL_CLUSTER_ARGS="--fresh" etc.).

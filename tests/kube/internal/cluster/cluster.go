@@ -108,7 +108,21 @@ func (c *Cluster) LogsDir() string { return filepath.Join(c.config.Dir, LogsDir)
 // Start brings up etcd, kube-apiserver and kube-controller-manager and returns once the API server is ready, the
 // RBAC bootstrap policy is in place and the controller manager serves (the `default` ServiceAccount exists). On
 // error, whatever was started has been stopped. The caller holds LockDir(config.Dir).
-func Start(ctx context.Context, config Config) (cluster *Cluster, err error) {
+func Start(ctx context.Context, config Config) (*Cluster, error) {
+	// Free ports are found by binding and closing them; another process can take one before the component binds
+	// it. The component then exits at once with "address already in use" and the start is tried on new ports.
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		cluster, err := startOnce(ctx, config)
+		if err == nil || attempt == attempts || !errors.Is(err, errPortTaken) {
+			return cluster, err
+		}
+		config.Logger.Warn("a port was taken before a component could bind it; starting again on new ports",
+			"attempt", attempt, "error", err)
+	}
+}
+
+func startOnce(ctx context.Context, config Config) (cluster *Cluster, err error) {
 	dir, err := filepath.Abs(config.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("resolving %s: %w", config.Dir, err)
@@ -145,18 +159,15 @@ func Start(ctx context.Context, config Config) (cluster *Cluster, err error) {
 	if c.pki, err = pki.Ensure(filepath.Join(dir, PKIDir), pki.Options{ServiceIP: firstServiceIP}); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(3)
+	// One call, so that the four ports are distinct; a fixed API server port is kept out of the others.
+	ports, err := freePorts(4, config.APIServerPort)
 	if err != nil {
 		return nil, err
 	}
 	etcdClientPort, etcdPeerPort, controllerManagerPort := ports[0], ports[1], ports[2]
 	apiServerPort := config.APIServerPort
 	if apiServerPort == 0 {
-		more, err := freePorts(1)
-		if err != nil {
-			return nil, err
-		}
-		apiServerPort = more[0]
+		apiServerPort = ports[3]
 	}
 	c.server = "https://127.0.0.1:" + strconv.Itoa(apiServerPort)
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClientPort)

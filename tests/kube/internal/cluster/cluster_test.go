@@ -1,6 +1,13 @@
 package cluster
 
-import "testing"
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
 
 func TestControllerEnabledReadsTheListAsTheControllerManagerDoes(t *testing.T) {
 	cases := []struct {
@@ -21,11 +28,17 @@ func TestControllerEnabledReadsTheListAsTheControllerManagerDoes(t *testing.T) {
 }
 
 func TestFreePortsAreDistinct(t *testing.T) {
-	ports, err := freePorts(4)
+	held, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := map[int]bool{}
+	defer held.Close()
+	avoid := held.Addr().(*net.TCPAddr).Port
+	ports, err := freePorts(4, avoid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{avoid: true}
 	for _, port := range ports {
 		if port <= 0 || seen[port] {
 			t.Fatalf("ports %v are not distinct positive numbers", ports)
@@ -52,4 +65,29 @@ func TestASecondLockOnTheSameDirectoryIsRefused(t *testing.T) {
 		t.Fatalf("the lock was not released: %v", err)
 	}
 	_ = again.Close()
+}
+
+func TestAComponentThatCouldNotBindSaysSoWithItsLog(t *testing.T) {
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "kube-apiserver.log")
+	log := "I1124 starting\nE1124 failed to listen on 127.0.0.1:6443: listen tcp 127.0.0.1:6443: bind: address already in use\n"
+	if err := os.WriteFile(logPath, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &process{name: "kube-apiserver", logPath: logPath, err: errors.New("exit status 1")}
+	err := p.exitError()
+	if !errors.Is(err, errPortTaken) {
+		t.Fatalf("exitError() = %v, want it to wrap errPortTaken", err)
+	}
+	if !strings.Contains(err.Error(), "bind: address already in use") {
+		t.Fatalf("exitError() = %v, want the end of the log quoted", err)
+	}
+
+	if err := os.WriteFile(logPath, []byte("E1124 invalid flag --nope\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = p.exitError()
+	if errors.Is(err, errPortTaken) || !strings.Contains(err.Error(), "invalid flag --nope") {
+		t.Fatalf("exitError() = %v, want the log quoted and no errPortTaken", err)
+	}
 }

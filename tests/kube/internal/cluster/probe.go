@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"time"
 )
 
@@ -111,25 +110,21 @@ func allOK(client *http.Client, base string, paths ...string) func(context.Conte
 	}
 }
 
-// freePorts asks the kernel for n distinct free loopback ports (all held open until every one is known). Another
-// process can take one before the component binds it; the component then fails to start and says so in its log.
-func freePorts(n int) ([]int, error) {
+// freePorts asks the kernel for n distinct free loopback ports, none of them equal to avoid (0 avoids nothing), all
+// held open until every one is known. Another process can take one before the component binds it; the component
+// then fails to start and its exit error wraps errPortTaken.
+func freePorts(n, avoid int) ([]int, error) {
 	ports := make([]int, 0, n)
-	for range n {
+	for len(ports) < n {
 		listener, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, fmt.Errorf("finding a free loopback port: %w", err)
 		}
 		defer listener.Close()
-		_, port, err := net.SplitHostPort(listener.Addr().String())
-		if err != nil {
-			return nil, err
+		number := listener.Addr().(*net.TCPAddr).Port
+		if number != avoid {
+			ports = append(ports, number)
 		}
-		number, err := strconv.Atoi(port)
-		if err != nil {
-			return nil, err
-		}
-		ports = append(ports, number)
 	}
 	return ports, nil
 }

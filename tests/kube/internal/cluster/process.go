@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -99,12 +100,44 @@ func (p *process) running() bool {
 	}
 }
 
-// exitError describes how the process ended; only valid once done is closed.
+// errPortTaken marks the exit of a component that could not bind its port.
+var errPortTaken = errors.New("a port was taken by another process")
+
+// logTailLines is how much of a component's log an exit error quotes, so that a failed start explains itself even
+// where the log directory is gone afterwards (a CI run's temporary directory).
+const logTailLines = 20
+
+// exitError describes how the process ended, with the end of its log; only valid once done is closed.
 func (p *process) exitError() error {
-	if p.err == nil {
-		return fmt.Errorf("%s exited with status 0", p.name)
+	tail := logTail(p.logPath, logTailLines)
+	var cause error
+	if strings.Contains(tail, "address already in use") {
+		cause = errPortTaken
 	}
-	return fmt.Errorf("%s exited: %w", p.name, p.err)
+	status := "exited with status 0"
+	if p.err != nil {
+		status = "exited: " + p.err.Error()
+	}
+	if tail != "" {
+		status += "; the end of its log:\n" + tail
+	}
+	if cause != nil {
+		return fmt.Errorf("%s %s: %w", p.name, status, cause)
+	}
+	return fmt.Errorf("%s %s", p.name, status)
+}
+
+// logTail returns the last n lines of the file at path, or "" when it cannot be read.
+func logTail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // errForcedKill says that a component did not stop within its grace period and was killed.
