@@ -137,9 +137,14 @@ async fn apply_wait_get_describe_scale_and_delete_with_kubectl() -> anyhow::Resu
 
     // `kubectl delete` waits until the object is gone: the finalizer drains the children, then lets go.
     let deleted = kubectl_ok(&cluster, &["delete", "-f", &manifest, "--timeout=40s"]);
-    assert_eq!(
-        deleted.trim(),
-        "configmapset.examples.wasm-reconciler.io \"web\" deleted"
+    // kubectl 1.33 and later name the namespace; older ones do not.
+    assert!(
+        [
+            "configmapset.examples.wasm-reconciler.io \"web\" deleted from default namespace",
+            "configmapset.examples.wasm-reconciler.io \"web\" deleted",
+        ]
+        .contains(&deleted.trim()),
+        "kubectl delete printed {deleted:?}"
     );
     let left = kubectl_ok(&cluster, &["get", "configmaps", "-l", "app=web", "-o", "name"]);
     assert_eq!(left.trim(), "", "no child is left behind");
