@@ -9,6 +9,7 @@ use tokio::sync::Notify;
 
 use crate::fault::FaultState;
 use crate::object;
+use crate::patch::{FieldPath, FieldSet, UpdateOptions, record_update};
 use crate::registry::{Registry, ResourceInfo, StorageId, crd};
 use crate::storage::{Change, ObjectKey, Store};
 
@@ -73,8 +74,18 @@ impl Cluster {
     /// Rebuild the registry from the stored CRDs.
     pub fn refresh_registry(&self) {
         let page = self.store.list(&crd_storage(), None, None, None, &|_| true);
-        let registry = Registry::build(page.items.iter().map(|c| c.as_ref()));
-        *self.registry.write() = Arc::new(registry);
+        let registry = Arc::new(Registry::build(page.items.iter().map(|c| c.as_ref())));
+        let previous = std::mem::replace(&mut *self.registry.write(), registry.clone());
+        let served_before: Vec<_> = previous
+            .storage_resources()
+            .into_iter()
+            .map(|p| p.storage.clone())
+            .collect();
+        for info in registry.storage_resources() {
+            if info.custom.is_some() && !served_before.contains(&info.storage) {
+                self.store.start_history(&info.storage);
+            }
+        }
     }
 
     /// Ask the garbage collector for a pass.
@@ -152,6 +163,7 @@ impl Cluster {
     /// Set `NamesAccepted`/`Established` on a CRD when they are not current, then refresh discovery.
     pub fn reconcile_crd(&self, name: &str) {
         let key = ObjectKey::new(&crd_storage(), "", name);
+        let crds = self.lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions");
         let result = self.store.write(&key, false, |current, _| {
             let Some(current) = current else {
                 return Ok(Change::Unchanged(Arc::new(Value::Null)));
@@ -176,6 +188,19 @@ impl Cluster {
             }
             let mut updated = (**current).clone();
             updated["status"] = status;
+            // The real server's CRD controllers write status as `kube-apiserver`, which managedFields record.
+            if let Some(info) = &crds {
+                let options = UpdateOptions {
+                    manager: "kube-apiserver".into(),
+                    ty: &info.field_type,
+                    api_version: info.api_version(),
+                    kind: info.kind.clone(),
+                    subresource: Some("status".into()),
+                    time: object::now_rfc3339(),
+                    ignored_fields: FieldSet::from_paths([FieldPath::fields(["spec"])]),
+                };
+                updated = record_update(Some(current), &updated, &options);
+            }
             Ok(Change::Update(updated))
         });
         if let Err(error) = result {

@@ -123,7 +123,9 @@ impl ApiError {
     /// 422 Invalid with per-field causes (`causes` are Status causes).
     pub fn invalid(group: &str, kind: &str, name: &str, message: String, causes: Vec<Value>) -> Self {
         let mut details = Map::new();
-        details.insert("name".into(), Value::String(name.to_string()));
+        if !name.is_empty() {
+            details.insert("name".into(), Value::String(name.to_string()));
+        }
         if !group.is_empty() {
             details.insert("group".into(), Value::String(group.to_string()));
         }
@@ -197,7 +199,9 @@ impl ApiError {
         status.insert("metadata".into(), json!({}));
         status.insert("status".into(), json!("Failure"));
         status.insert("message".into(), Value::String(self.message.clone()));
-        status.insert("reason".into(), Value::String(self.reason.clone()));
+        if !self.reason.is_empty() {
+            status.insert("reason".into(), Value::String(self.reason.clone()));
+        }
         if let Some(details) = &self.details {
             status.insert("details".into(), (**details).clone());
         }

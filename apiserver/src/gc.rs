@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use crate::cluster::{Cluster, crd_storage, namespaces_storage};
 use crate::lifecycle::deletion::{DeleteOptions, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Propagation};
 use crate::object;
+use crate::patch::{FieldSet, UpdateOptions, record_update};
 use crate::registry::{ResourceInfo, crd};
 use crate::storage::{Change, ObjectKey};
 
@@ -215,7 +216,9 @@ fn collect_garbage(cluster: &Cluster) {
         }
         let key = ObjectKey::new(&info.storage, &namespace, &name);
         if !orphaned_by.is_empty() {
-            update_quietly(cluster, &key, |object| remove_owner_references(object, &orphaned_by));
+            update_quietly(cluster, &key, |object| {
+                remove_owner_references(info, object, &orphaned_by)
+            });
             orphaning_owners.extend(orphaned_by.iter().cloned());
             if solid + waiting > 0 || dangling.is_empty() {
                 continue;
@@ -232,7 +235,7 @@ fn collect_garbage(cluster: &Cluster) {
                 delete_quietly(cluster, info, &namespace, &name, propagation);
             }
         } else if !dangling.is_empty() {
-            update_quietly(cluster, &key, |object| remove_owner_references(object, &dangling));
+            update_quietly(cluster, &key, |object| remove_owner_references(info, object, &dangling));
         }
     }
     for info in &resources {
@@ -262,7 +265,13 @@ fn collect_garbage(cluster: &Cluster) {
     }
 }
 
-fn remove_owner_references(object: &mut Value, uids: &[String]) -> bool {
+/// The manager a real cluster's garbage collector writes as.
+const COLLECTOR_MANAGER: &str = "kube-controller-manager";
+
+/// Removes the references to `uids` as an update by the collector's manager, so that they also leave the managed
+/// fields of whoever set them (and a manager left owning nothing disappears).
+fn remove_owner_references(info: &ResourceInfo, object: &mut Value, uids: &[String]) -> bool {
+    let before = object.clone();
     let references = object::owner_references(object).to_vec();
     let kept: Vec<Value> = references
         .iter()
@@ -278,6 +287,16 @@ fn remove_owner_references(object: &mut Value, uids: &[String]) -> bool {
     } else {
         meta.insert("ownerReferences".into(), Value::Array(kept));
     }
+    let options = UpdateOptions {
+        manager: COLLECTOR_MANAGER.into(),
+        ty: &info.field_type,
+        api_version: info.storage_api_version.clone(),
+        kind: info.kind.clone(),
+        subresource: None,
+        time: object::now_rfc3339(),
+        ignored_fields: FieldSet::new(),
+    };
+    *object = record_update(Some(&before), object, &options);
     true
 }
 

@@ -80,6 +80,23 @@ pub fn set_finalizers(object: &mut Value, finalizers: &[String]) {
     }
 }
 
+/// Drops what Go's `ObjectMeta` leaves out of JSON (its fields are `omitempty`): empty strings, maps and lists, and
+/// nulls — so that removing the last label leaves no `labels: {}` behind. An empty `managedFields` stays: it asks
+/// for the managed fields to be reset.
+pub fn drop_empty_metadata(object: &mut Value) {
+    let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    meta.retain(|key, value| match value {
+        Value::Array(_) if key == "managedFields" => true,
+        Value::Null => false,
+        Value::String(text) => !text.is_empty(),
+        Value::Object(map) => !map.is_empty(),
+        Value::Array(items) => !items.is_empty(),
+        _ => true,
+    });
+}
+
 /// `metadata.labels` as pairs.
 pub fn labels(object: &Value) -> Option<&Map<String, Value>> {
     metadata(object)?.get("labels")?.as_object()

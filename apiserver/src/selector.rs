@@ -9,15 +9,18 @@ use crate::registry::ResourceInfo;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SelectorError {
     /// Malformed label selector.
-    #[error("unable to parse requirement: {0}")]
+    #[error("{0}")]
     Label(String),
     /// Malformed field selector.
     #[error("invalid selector: '{0}'; can't understand '{1}'")]
     Field(String, String),
-    /// Field not supported for a built-in kind.
+    /// Field not supported by a kind that has its own field selectors.
     #[error("field label not supported: {0}")]
     UnsupportedField(String),
-    /// Field not supported for a custom resource.
+    /// Field not supported by a Job.
+    #[error("field label {0:?} not supported for Job")]
+    UnsupportedJobField(String),
+    /// Field not supported by a kind that only has the metadata field selectors.
     #[error("\"{0}\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\"")]
     UnknownCustomField(String),
 }
@@ -152,8 +155,16 @@ impl LabelSelector {
         let tokens = tokenize(input)?;
         let mut requirements = Vec::new();
         let mut pos = 0;
-        let err = |msg: &str| SelectorError::Label(msg.to_string());
+        // Errors inside one requirement carry a prefix; those between requirements do not.
+        let err = |msg: &str| SelectorError::Label(format!("unable to parse requirement: {msg}"));
+        let top = |msg: &str| SelectorError::Label(msg.to_string());
         while pos < tokens.len() {
+            if !matches!(tokens[pos], Token::Ident(_) | Token::Not) {
+                return Err(top(&format!(
+                    "found '{}', expected: !, identifier, or 'end of string'",
+                    describe(tokens.get(pos))
+                )));
+            }
             let negated = tokens[pos] == Token::Not;
             if negated {
                 pos += 1;
@@ -225,31 +236,60 @@ impl LabelSelector {
                         let operator = if word == "in" { Operator::In } else { Operator::NotIn };
                         pos += 1;
                         if tokens.get(pos) != Some(&Token::Open) {
-                            return Err(err(&format!("found '{}', expected: '('", describe(tokens.get(pos)))));
+                            return Err(err(&format!("found '{}' expected: '('", describe(tokens.get(pos)))));
                         }
                         pos += 1;
                         let mut values = Vec::new();
+                        match tokens.get(pos) {
+                            Some(Token::Ident(_)) | Some(Token::Comma) | Some(Token::Close) => {}
+                            other => {
+                                return Err(err(&format!(
+                                    "found '{}', expected: ',', ')' or identifier",
+                                    describe(other)
+                                )));
+                            }
+                        }
                         loop {
                             match tokens.get(pos) {
                                 Some(Token::Ident(v)) => {
                                     values.push(v.clone());
                                     pos += 1;
+                                    match tokens.get(pos) {
+                                        Some(Token::Comma) | Some(Token::Close) => {}
+                                        other => {
+                                            return Err(err(&format!(
+                                                "found '{}', expected: ',' or ')'",
+                                                describe(other)
+                                            )));
+                                        }
+                                    }
                                 }
                                 Some(Token::Comma) => {
                                     if values.is_empty() {
                                         values.push(String::new());
                                     }
                                     pos += 1;
+                                    if matches!(tokens.get(pos), Some(Token::Close) | Some(Token::Comma)) {
+                                        values.push(String::new());
+                                    }
                                 }
                                 Some(Token::Close) => {
                                     pos += 1;
+                                    if values.is_empty() {
+                                        values.push(String::new());
+                                    }
                                     break;
                                 }
                                 other => {
-                                    return Err(err(&format!("found '{}', expected: ',', or ')'", describe(other))));
+                                    return Err(err(&format!(
+                                        "found '{}', expected: ',', or identifier",
+                                        describe(other)
+                                    )));
                                 }
                             }
                         }
+                        values.sort();
+                        values.dedup();
                         if values.is_empty() {
                             return Err(err("for 'in', 'notin' operators, values set can't be empty"));
                         }
@@ -268,12 +308,15 @@ impl LabelSelector {
                 None => break,
                 Some(Token::Comma) => {
                     pos += 1;
-                    if pos == tokens.len() {
-                        return Err(err("found '', expected: identifier after ','"));
+                    if !matches!(tokens.get(pos), Some(Token::Ident(_)) | Some(Token::Not)) {
+                        return Err(top(&format!(
+                            "found '{}', expected: identifier after ','",
+                            describe(tokens.get(pos))
+                        )));
                     }
                 }
                 other => {
-                    return Err(err(&format!(
+                    return Err(top(&format!(
                         "found '{}', expected: ',' or 'end of string'",
                         describe(other)
                     )));
@@ -411,12 +454,8 @@ impl FieldSelector {
                 return Err(SelectorError::Field(input.to_string(), part.clone()));
             };
             let field = normalize_field(info, field.trim());
-            if !supports_field(info, &field) {
-                return Err(if info.is_builtin() {
-                    SelectorError::UnsupportedField(field)
-                } else {
-                    SelectorError::UnknownCustomField(field)
-                });
+            if let Some(error) = field_error(info, &field) {
+                return Err(error);
             }
             terms.push(FieldTerm {
                 field,
@@ -477,45 +516,58 @@ fn normalize_field(info: &ResourceInfo, field: &str) -> String {
     field.to_string()
 }
 
-fn supports_field(info: &ResourceInfo, field: &str) -> bool {
-    if field == "metadata.name" || field == "metadata.namespace" {
-        return true;
-    }
-    if !info.is_builtin() {
-        return false;
-    }
-    let extra: &[&str] = match (info.group.as_str(), info.kind.as_str()) {
-        ("", "Pod") => &[
-            "spec.nodeName",
-            "spec.restartPolicy",
-            "spec.schedulerName",
-            "spec.serviceAccountName",
-            "spec.hostNetwork",
-            "status.phase",
-            "status.podIP",
-            "status.nominatedNodeName",
-        ],
-        (_, "Event") => &[
-            "involvedObject.kind",
-            "involvedObject.namespace",
-            "involvedObject.name",
-            "involvedObject.uid",
-            "involvedObject.apiVersion",
-            "involvedObject.resourceVersion",
-            "involvedObject.fieldPath",
-            "reason",
-            "reportingComponent",
-            "source",
-            "type",
-        ],
-        ("", "Secret") => &["type"],
-        ("", "Namespace") => &["status.phase"],
-        ("", "Node") => &["spec.unschedulable"],
-        ("apps", "ReplicaSet") => &["status.replicas"],
-        ("batch", "Job") => &["status.successful"],
-        _ => &[],
+/// The fields a kind's field selectors may name, and how an unsupported one is refused: kinds without their own
+/// conversion function take only `metadata.name` and `metadata.namespace`.
+fn field_error(info: &ResourceInfo, field: &str) -> Option<SelectorError> {
+    let own: Option<&[&str]> = if info.is_builtin() {
+        match (info.group.as_str(), info.kind.as_str()) {
+            ("", "Pod") => Some(&[
+                "metadata.name",
+                "metadata.namespace",
+                "spec.nodeName",
+                "spec.restartPolicy",
+                "spec.schedulerName",
+                "spec.serviceAccountName",
+                "spec.hostNetwork",
+                "status.phase",
+                "status.podIP",
+                "status.podIPs",
+                "status.nominatedNodeName",
+            ]),
+            ("" | "events.k8s.io", "Event") => Some(&[
+                "involvedObject.kind",
+                "involvedObject.namespace",
+                "involvedObject.name",
+                "involvedObject.uid",
+                "involvedObject.apiVersion",
+                "involvedObject.resourceVersion",
+                "involvedObject.fieldPath",
+                "reason",
+                "reportingComponent",
+                "source",
+                "type",
+                "metadata.namespace",
+                "metadata.name",
+            ]),
+            ("", "Secret") => Some(&["type", "metadata.namespace", "metadata.name"]),
+            ("", "Service") => Some(&["metadata.namespace", "metadata.name", "spec.clusterIP", "spec.type"]),
+            ("", "Namespace") => Some(&["status.phase", "metadata.name"]),
+            ("", "Node") => Some(&["metadata.name", "spec.unschedulable"]),
+            ("", "ReplicationController") => Some(&["metadata.name", "metadata.namespace", "status.replicas"]),
+            ("batch", "Job") => {
+                return (!["metadata.name", "metadata.namespace", "status.successful"].contains(&field))
+                    .then(|| SelectorError::UnsupportedJobField(field.to_string()));
+            }
+            _ => None,
+        }
+    } else {
+        None
     };
-    extra.contains(&field)
+    match own {
+        Some(fields) => (!fields.contains(&field)).then(|| SelectorError::UnsupportedField(field.to_string())),
+        None => (field != "metadata.name" && field != "metadata.namespace")
+            .then(|| SelectorError::UnknownCustomField(field.to_string())),
+    }
 }
 
 /// The string value of a selectable field (Go formatting for booleans and numbers).
@@ -603,7 +655,7 @@ mod tests {
         let cms = registry.lookup("", "v1", "configmaps").unwrap();
         assert_eq!(
             FieldSelector::parse("data.x=y", &cms).unwrap_err().to_string(),
-            "field label not supported: data.x"
+            "\"data.x\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
         );
         let selector = FieldSelector::parse("metadata.name=a\\,b", &cms).unwrap();
         assert_eq!(selector.required_name(), Some("a,b"));

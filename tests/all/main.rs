@@ -6,6 +6,7 @@ mod configmapset;
 mod configmapset_lifecycle;
 mod dependencies;
 mod deploy;
+mod differential;
 mod echo_kind;
 mod embedded_only;
 mod failures;

@@ -42,7 +42,7 @@ impl Propagation {
                 &[crate::error::FieldViolation::not_supported(
                     "propagationPolicy",
                     other,
-                    &["Foreground", "Background", "Orphan"],
+                    &["Foreground", "Background", "Orphan", "nil"],
                 )],
             )),
         }
@@ -102,18 +102,24 @@ impl Cluster {
         let key = ObjectKey::new(&info.storage, namespace, name);
         let is_namespace = info.is_builtin() && info.group.is_empty() && info.kind == "Namespace";
         let is_crd = info.group == "apiextensions.k8s.io" && info.kind == "CustomResourceDefinition";
+        let is_pod = info.is_builtin() && info.group.is_empty() && info.kind == "Pod";
         let written = self.store.write(&key, options.dry_run, |current, _| {
             let Some(current) = current else {
                 return Err(ApiError::not_found(info.subject(name)));
+            };
+            // Preconditions are checked before deletion starts, naming the kind rather than the resource.
+            let kind_subject = crate::error::Subject {
+                group: &info.group,
+                resource: &info.kind,
+                name,
             };
             if let Some(uid) = &options.uid
                 && uid != object::uid(current)
             {
                 return Err(ApiError::conflict(
-                    info.subject(name),
+                    kind_subject,
                     &format!(
-                        "Precondition failed: UID in precondition: {}, UID in object meta: {}",
-                        uid,
+                        "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
                         object::uid(current)
                     ),
                 ));
@@ -122,10 +128,9 @@ impl Cluster {
                 && version != object::resource_version(current)
             {
                 return Err(ApiError::conflict(
-                    info.subject(name),
+                    kind_subject,
                     &format!(
-                        "Precondition failed: ResourceVersion in precondition: {}, ResourceVersion in object meta: {}",
-                        version,
+                        "the ResourceVersion in the precondition ({version}) does not match the ResourceVersion in record ({}). The object might have been modified",
                         object::resource_version(current)
                     ),
                 ));
@@ -143,6 +148,7 @@ impl Cluster {
                     return Ok(Change::Unchanged(current.clone()));
                 }
                 mark_deleting(&mut object);
+                object::metadata_mut(&mut object).remove("deletionGracePeriodSeconds");
                 object["status"] = json!({"phase": "Terminating"});
                 return Ok(Change::Update(object));
             }
@@ -171,6 +177,10 @@ impl Cluster {
             }
             if finalizers.is_empty() {
                 object::set_finalizers(&mut object, &finalizers);
+                if is_pod && !already_deleting {
+                    // A pod no node runs is deleted at once, after its deletion is marked (which the answer shows).
+                    mark_deleting(&mut object);
+                }
                 return Ok(Change::Delete(object));
             }
             if already_deleting && finalizers == before {

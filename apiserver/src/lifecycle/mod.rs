@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::cluster::{Cluster, namespaces_storage};
 use crate::error::{ApiError, ApiResult, FieldViolation};
 use crate::object;
-use crate::registry::{ResourceInfo, StorageId, conversion, crd, defaults};
+use crate::registry::{ResourceInfo, StorageId, conversion, crd, defaults, validation};
 use crate::storage::{Change, ObjectKey};
 
 /// `fieldValidation` of a write.
@@ -27,15 +27,23 @@ pub enum FieldValidation {
 }
 
 impl FieldValidation {
-    /// Parse the query value.
-    pub fn parse(value: Option<&str>) -> ApiResult<Self> {
+    /// Parse the query value; `options` is the kind of options refused values are reported against
+    /// (`CreateOptions`, `PatchOptions`, …).
+    pub fn parse(value: Option<&str>, options: &str) -> ApiResult<Self> {
         match value {
             None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),
             Some("Strict") => Ok(FieldValidation::Strict),
             Some("Ignore") => Ok(FieldValidation::Ignore),
-            Some(other) => Err(ApiError::bad_request(format!(
-                "fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\", got {other:?}"
-            ))),
+            Some(other) => Err(ApiError::invalid_fields(
+                "meta.k8s.io",
+                options,
+                "",
+                &[FieldViolation::not_supported(
+                    "fieldValidation",
+                    other,
+                    &["", "Ignore", "Strict", "Warn"],
+                )],
+            )),
         }
     }
 }
@@ -119,6 +127,59 @@ fn random_suffix() -> String {
         .collect()
 }
 
+/// The Go package of a group's internal types, which the real server's conversion errors name.
+fn internal_package(group: &str) -> &str {
+    match group {
+        "" | "events.k8s.io" => "core",
+        other => other.split('.').next().unwrap_or(other),
+    }
+}
+
+/// A body of another built-in type (or of no known type) sent to a built-in endpoint: the real server's decoder
+/// fails to convert it into the endpoint's type.
+fn foreign_type(info: &ResourceInfo, api_version: &str, kind: &str) -> ApiError {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let known = crate::registry::builtin::BUILTIN_KINDS
+        .iter()
+        .any(|builtin| builtin.group == group && builtin.version == version && builtin.kind == kind);
+    let cause = if known {
+        format!(
+            "converting ({version}.{kind}) to ({}.{}): unknown conversion",
+            internal_package(&info.group),
+            info.kind
+        )
+    } else {
+        format!(
+            "no kind {} is registered for version {} in scheme \"pkg/runtime/scheme.go:111\"",
+            crate::go_format::quote(kind),
+            crate::go_format::quote(api_version)
+        )
+    };
+    ApiError::bad_request(format!(
+        "{kind} in version {} cannot be handled as a {}: {cause}",
+        crate::go_format::quote(version),
+        info.kind
+    ))
+}
+
+/// A create or update body of a built-in kind must be of the endpoint's type, or the decoder refuses it.
+fn check_body_type(info: &ResourceInfo, body: &Value) -> ApiResult<()> {
+    if !info.is_builtin() {
+        return Ok(());
+    }
+    let expected_version = info.api_version();
+    let given_version = body.get("apiVersion").and_then(Value::as_str).filter(|v| !v.is_empty());
+    let given_kind = body.get("kind").and_then(Value::as_str).filter(|k| !k.is_empty());
+    if given_version.is_some_and(|v| v != expected_version) || given_kind.is_some_and(|k| k != info.kind) {
+        return Err(foreign_type(
+            info,
+            given_version.unwrap_or(&expected_version),
+            given_kind.unwrap_or(&info.kind),
+        ));
+    }
+    Ok(())
+}
+
 /// Check `apiVersion`/`kind` of a body against the endpoint and fill them when missing.
 fn check_type_meta(info: &ResourceInfo, object: &mut Value) -> ApiResult<()> {
     let Some(map) = object.as_object_mut() else {
@@ -149,6 +210,39 @@ fn check_type_meta(info: &ResourceInfo, object: &mut Value) -> ApiResult<()> {
         Some(_) => {}
     }
     Ok(())
+}
+
+/// A body the real server could not decode into the kind's Go type is a 400 naming the kind and version.
+fn check_decodable(info: &ResourceInfo, body: &Value) -> ApiResult<()> {
+    match validation::decode_problem(info, body) {
+        Some(problem) => Err(ApiError::bad_request(format!(
+            "{kind} in version {version} cannot be handled as a {kind}: {problem}",
+            kind = info.kind,
+            version = crate::go_format::quote(&info.version),
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// A patch whose result the real server cannot decode into the kind's Go type is refused as an invalid `patch`,
+/// quoting the patched object.
+fn check_patched_decodable(info: &ResourceInfo, patched: &Value) -> ApiResult<()> {
+    let Some(problem) = validation::decode_problem(info, patched) else {
+        return Ok(());
+    };
+    let violation = FieldViolation {
+        field: "patch".into(),
+        reason: "FieldValueInvalid".into(),
+        message: format!(
+            "Invalid value: {}: {problem}",
+            crate::go_format::quote(&crate::go_format::json_text(patched))
+        ),
+    };
+    Err(
+        ApiError::new(422, "Invalid", format!(" \"\" is invalid: {}", violation.line())).with_details(
+            json!({"causes": [{"reason": violation.reason, "message": violation.message, "field": violation.field}]}),
+        ),
+    )
 }
 
 fn check_namespace(request: &WriteRequest, object: &mut Value) -> ApiResult<()> {
@@ -226,6 +320,7 @@ impl Cluster {
     /// Apply defaults, CRD rules and the custom resource schema to an object in storage form.
     fn admit(&self, request: &WriteRequest, object: &mut Value, warnings: &mut Vec<String>) -> ApiResult<()> {
         let info = &request.info;
+        object::drop_empty_metadata(object);
         if info.group == "apiextensions.k8s.io" && info.kind == "CustomResourceDefinition" {
             crd::apply_defaults(object);
         }
@@ -238,16 +333,19 @@ impl Cluster {
         if violations.is_empty() {
             return Ok(());
         }
-        Err(ApiError::invalid_fields(
-            &request.info.group,
-            &request.info.kind,
-            name,
-            violations,
-        ))
+        let info = &request.info;
+        // Events are validated as the core kind whichever group they come through.
+        let group = if info.kind == "Event" && info.is_builtin() {
+            ""
+        } else {
+            info.group.as_str()
+        };
+        Err(ApiError::invalid_fields(group, &info.kind, name, violations))
     }
 
     fn validate_object(&self, request: &WriteRequest, object: &Value, old: Option<&Value>) -> ApiResult<()> {
         let mut violations = patching::validate(request, object);
+        violations.extend(validation::validate(&request.info, object, old, &request.info.group));
         if request.info.kind == "CustomResourceDefinition" && request.info.group == "apiextensions.k8s.io" {
             violations.extend(crd::validate(object));
         }
@@ -255,10 +353,20 @@ impl Cluster {
             && object::is_deleting(old)
         {
             let before = object::finalizers(old);
-            if object::finalizers(object).iter().any(|f| !before.contains(f)) {
+            let mut added: Vec<String> = object::finalizers(object)
+                .into_iter()
+                .filter(|f| !before.contains(f))
+                .collect();
+            if !added.is_empty() {
+                added.sort();
+                added.dedup();
+                let listed: Vec<String> = added.iter().map(|f| crate::go_format::quote(f)).collect();
                 violations.push(FieldViolation::forbidden(
                     "metadata.finalizers",
-                    "no new finalizers can be added if the object is being deleted",
+                    &format!(
+                        "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                        listed.join(", ")
+                    ),
                 ));
             }
         }
@@ -267,7 +375,9 @@ impl Cluster {
 
     /// Create an object (POST).
     pub fn create(&self, request: &WriteRequest, mut body: Value) -> ApiResult<WriteOutcome> {
+        check_body_type(&request.info, &body)?;
         check_type_meta(&request.info, &mut body)?;
+        check_decodable(&request.info, &body)?;
         check_namespace(request, &mut body)?;
         let mut warnings = Vec::new();
         let mut object = conversion::to_storage(&request.info, body);
@@ -338,15 +448,9 @@ impl Cluster {
                 meta.remove("generation");
             }
         }
-        defaults::initial_status(&info, &mut object);
-        if info.is_builtin() && info.kind == "Job" && info.group == "batch" {
-            defaults::job_selector(&mut object, &uid);
-        }
-        if info.is_builtin() && info.kind == "Service" && info.group.is_empty() {
-            self.allocate_service_addresses(&mut object);
-        }
-        self.validate_object(request, &object, None)?;
-        let object = match applied {
+        // Ownership is recorded before the server fills in what is its own (initial status, generated selectors,
+        // allocated addresses), as the real server's field manager runs before its create strategy.
+        let mut object = match applied {
             Some((config, force)) => {
                 // Apply computes ownership of the configuration; the stored object is the admitted one.
                 let applied = patching::apply(request, None, config, force)?;
@@ -359,6 +463,17 @@ impl Cluster {
             }
             None => patching::record(request, None, object),
         };
+        defaults::initial_status(&info, &mut object);
+        if info.is_builtin() && info.kind == "Pod" && info.group.is_empty() {
+            defaults::admit_pod(&mut object, &random_suffix());
+        }
+        if info.is_builtin() && info.kind == "Job" && info.group == "batch" {
+            defaults::job_selector(&mut object, &uid);
+        }
+        if info.is_builtin() && info.kind == "Service" && info.group.is_empty() {
+            self.allocate_service_addresses(&mut object);
+        }
+        self.validate_object(request, &object, None)?;
         let key = request.key(&name);
         let written = self.store.write(&key, request.dry_run, move |current, _| {
             if current.is_some() {
@@ -406,7 +521,9 @@ impl Cluster {
 
     /// Replace an object (PUT), on the main resource or `/status`.
     pub fn update(&self, request: &WriteRequest, name: &str, mut body: Value) -> ApiResult<WriteOutcome> {
+        check_body_type(&request.info, &body)?;
         check_type_meta(&request.info, &mut body)?;
+        check_decodable(&request.info, &body)?;
         let body_name = object::name(&body).to_string();
         if body_name.is_empty() {
             object::metadata_mut(&mut body).insert("name".into(), json!(name));
@@ -442,7 +559,7 @@ impl Cluster {
 
     /// Patch an object; server-side apply creates it when missing.
     pub fn patch(&self, request: &WriteRequest, name: &str, kind: PatchKind, body: &[u8]) -> ApiResult<WriteOutcome> {
-        let document = patching::parse_patch(kind, body)?;
+        let document = patching::parse_patch(kind, body, request.validation)?;
         request.check_fault(self, name)?;
         let key = request.key(name);
         let info = request.info.clone();
@@ -489,6 +606,7 @@ impl Cluster {
                 )));
             }
             check_type_meta(&info, &mut patched)?;
+            check_patched_decodable(&info, &patched)?;
             check_namespace(request, &mut patched)?;
             let mut object = conversion::to_storage(&info, patched);
             warnings.clear();
@@ -519,6 +637,23 @@ impl Cluster {
         let info = &request.info;
         let name = object::name(current).to_string();
         let requested_version = object::resource_version(&object).to_string();
+        if requested_version.is_empty() && patched.is_none() && info.custom.is_some() {
+            // Custom resources allow no unconditional update; the storage layer names the resource.
+            let resource = info.subject(&name).qualified();
+            let violation =
+                FieldViolation::invalid("metadata.resourceVersion", &json!(0), "must be specified for an update");
+            return Err(ApiError::invalid(
+                &info.group,
+                &info.plural,
+                &name,
+                format!(
+                    "{resource} {} is invalid: {}",
+                    crate::go_format::quote(&name),
+                    violation.line()
+                ),
+                vec![json!({"reason": violation.reason, "message": violation.message, "field": violation.field})],
+            ));
+        }
         if !requested_version.is_empty() && requested_version != object::resource_version(current) {
             return Err(ApiError::stale(info.subject(&name)));
         }
@@ -637,6 +772,15 @@ impl Cluster {
         let service_type = object::path_str(service, &["spec", "type"]).to_string();
         if service_type == "ExternalName" {
             return;
+        }
+        let spec = object::ensure_object(service, &["spec"]);
+        for (field, value) in [
+            ("ipFamilyPolicy", json!("SingleStack")),
+            ("ipFamilies", json!(["IPv4"])),
+        ] {
+            if spec.get(field).is_none_or(Value::is_null) {
+                spec.insert(field.into(), value);
+            }
         }
         let page = self
             .store

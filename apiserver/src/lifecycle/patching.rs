@@ -9,8 +9,11 @@ use super::{FieldValidation, PatchKind, WriteRequest};
 use crate::error::{ApiError, ApiResult, FieldViolation};
 use crate::object;
 use crate::patch::{self, ApplyOptions, FieldPath, FieldSet, PatchError, UpdateOptions};
-use crate::registry::ResourceInfo;
+use crate::registry::{ResourceInfo, conversion};
 use crate::schema::{self, FieldError};
+
+/// Finalizer names built-in kinds accept without a domain.
+const STANDARD_FINALIZERS: &[&str] = &["kubernetes", "orphan", "foregroundDeletion"];
 
 /// A `PatchError` as the API error the server answers with.
 pub fn patch_error(error: PatchError) -> ApiError {
@@ -18,6 +21,8 @@ pub fn patch_error(error: PatchError) -> ApiError {
     let causes = error.status_causes();
     if !causes.is_empty() {
         api = api.with_details(serde_json::json!({"causes": causes}));
+    } else if matches!(error, PatchError::Unprocessable(_)) {
+        api = api.with_details(serde_json::json!({}));
     }
     api
 }
@@ -31,21 +36,60 @@ pub fn violation(error: &FieldError) -> FieldViolation {
     }
 }
 
-/// Parse a PATCH body: JSON, or YAML for server-side apply.
-pub fn parse_patch(kind: PatchKind, body: &[u8]) -> ApiResult<Value> {
+/// Parse a PATCH body as the real server decodes it, with its messages: JSON for the JSON patch types (a body that
+/// is not JSON is an `invalid JSON patch`), YAML or JSON for server-side apply; a document of the wrong shape is
+/// refused with the error Go's decoder gives for the type the server decodes it into, which depends on
+/// `fieldValidation` for JSON and merge patches (strict decoding first unless it is `Ignore`).
+pub fn parse_patch(kind: PatchKind, body: &[u8], validation: FieldValidation) -> ApiResult<Value> {
+    let strict = validation != FieldValidation::Ignore;
     let document: Value = match kind {
         PatchKind::Apply { .. } => match serde_json::from_slice(body) {
             Ok(value) => value,
             Err(_) => {
-                serde_yaml::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
+                serde_yaml::from_slice(body).map_err(|e| ApiError::bad_request(format!("error encoding patch: {e}")))?
             }
         },
-        _ => serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
+        _ => serde_json::from_slice(body).map_err(|_| ApiError::bad_request("invalid JSON patch"))?,
     };
-    if kind == PatchKind::Merge || kind == PatchKind::Strategic {
-        patch::check_merge_patch_document(&document).map_err(patch_error)?;
+    let unmarshal = |target: &str| {
+        format!(
+            "json: cannot unmarshal {} into Go value of type {target}",
+            patch::go_json_kind(&document)
+        )
+    };
+    match kind {
+        PatchKind::Apply { .. } if !document.is_object() => Err(ApiError::bad_request(format!(
+            "error decoding patch: error unmarshaling JSON: while decoding JSON: {}",
+            unmarshal("map[string]interface {}")
+        ))),
+        PatchKind::Json if strict && !document.is_array() && !document.is_null() => Err(ApiError::bad_request(
+            format!("error decoding patch: {}", unmarshal("[]handlers.jsonPatchOp")),
+        )),
+        PatchKind::Json if strict => {
+            match document
+                .as_array()
+                .and_then(|ops| ops.iter().find(|op| !op.is_object() && !op.is_null()))
+            {
+                Some(bad) => Err(ApiError::bad_request(format!(
+                    "error decoding patch: json: cannot unmarshal {} into Go value of type handlers.jsonPatchOp",
+                    patch::go_json_kind(bad)
+                ))),
+                None => Ok(document),
+            }
+        }
+        PatchKind::Merge if strict && !document.is_object() && !document.is_null() => Err(ApiError::bad_request(
+            format!("error decoding patch: {}", unmarshal("map[string]interface {}")),
+        )),
+        PatchKind::Merge => {
+            patch::check_merge_patch_document(&document).map_err(patch_error)?;
+            Ok(document)
+        }
+        PatchKind::Strategic if !document.is_object() && !document.is_null() => {
+            Err(ApiError::bad_request(unmarshal("map[string]interface {}")))
+        }
+        PatchKind::Strategic if document.is_null() => Ok(serde_json::json!({})),
+        _ => Ok(document),
     }
-    Ok(document)
 }
 
 /// Checks of an apply configuration before anything else happens.
@@ -106,8 +150,11 @@ pub fn apply(request: &WriteRequest, live: Option<&Value>, config: &Value, force
     patch::apply(live, config, &options).map_err(patch_error)
 }
 
-/// Record managedFields for a create, update or non-apply patch.
+/// Record managedFields for a create, update or non-apply patch, in the fields of the request's version.
 pub fn record(request: &WriteRequest, old: Option<&Arc<Value>>, new: Value) -> Value {
+    let info = &request.info;
+    let old = old.map(|o| conversion::to_request_version(info, (**o).clone()));
+    let new = conversion::to_request_version(info, new);
     let options = UpdateOptions {
         manager: request.manager.clone(),
         ty: &request.info.field_type,
@@ -117,15 +164,16 @@ pub fn record(request: &WriteRequest, old: Option<&Arc<Value>>, new: Value) -> V
         time: object::now_rfc3339(),
         ignored_fields: ignored_fields(request),
     };
-    patch::record_update(old.map(|o| o.as_ref()), &new, &options)
+    conversion::to_storage(info, patch::record_update(old.as_ref(), &new, &options))
 }
 
 /// Prune unknown fields and apply defaults of a custom resource's schema, honouring `fieldValidation`.
 pub fn apply_schema(request: &WriteRequest, object: &mut Value, warnings: &mut Vec<String>) -> ApiResult<()> {
-    let Some(structural) = request.info.custom.as_ref().and_then(|c| c.structural.as_ref()) else {
-        return Ok(());
+    let structural = request.info.custom.as_ref().and_then(|c| c.structural.as_ref());
+    let unknown = match structural {
+        Some(structural) => structural.prune(object),
+        None => crate::registry::validation::prune_unknown_fields(&request.info, object),
     };
-    let unknown = structural.prune(object);
     if !unknown.is_empty() {
         match request.validation {
             FieldValidation::Strict => {
@@ -141,7 +189,9 @@ pub fn apply_schema(request: &WriteRequest, object: &mut Value, warnings: &mut V
             FieldValidation::Ignore => {}
         }
     }
-    structural.apply_defaults(object);
+    if let Some(structural) = structural {
+        structural.apply_defaults(object);
+    }
     Ok(())
 }
 
@@ -163,6 +213,18 @@ pub fn validate(request: &WriteRequest, object: &Value) -> Vec<FieldViolation> {
         .iter()
         .map(violation)
         .collect();
+    if info.is_builtin() {
+        // Built-in kinds also refuse finalizers without a domain unless they are the standard ones.
+        for (index, finalizer) in object::finalizers(object).iter().enumerate() {
+            if !finalizer.contains('/') && !STANDARD_FINALIZERS.contains(&finalizer.as_str()) {
+                violations.push(FieldViolation::invalid(
+                    format!("metadata.finalizers[{index}]"),
+                    &Value::String(finalizer.clone()),
+                    "name is neither a standard finalizer name nor is it fully qualified",
+                ));
+            }
+        }
+    }
     if let Some(structural) = info.custom.as_ref().and_then(|c| c.structural.as_ref()) {
         violations.extend(structural.validate(object).iter().map(violation));
     }

@@ -379,7 +379,7 @@ mod tests {
         assert_eq!(err.code(), 409);
         assert_eq!(
             err.status_causes(),
-            vec![json!({"type": "FieldManagerConflict", "message": "conflict with \"one\"", "field": ".data.key"})]
+            vec![json!({"reason": "FieldManagerConflict", "message": "conflict with \"one\"", "field": ".data.key"})]
         );
     }
 

@@ -43,7 +43,8 @@ pub fn json_patch(target: &Value, patch: &Value) -> Result<Value, PatchError> {
     Ok(doc)
 }
 
-fn go_json_kind(v: &Value) -> &'static str {
+/// How Go's encoding/json names the kind of a JSON value in its type errors.
+pub fn go_json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "bool",

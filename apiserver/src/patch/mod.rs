@@ -68,7 +68,7 @@ mod typeinfo;
 
 pub use apply::{ApplyOptions, apply};
 pub use fieldpath::{FieldPath, FieldSet, PathElement};
-pub use json_patch::json_patch;
+pub use json_patch::{go_json_kind, json_patch};
 pub use managed_fields::{UpdateOptions, manager_from_user_agent, record_update, sanitize_managed_fields};
 pub use merge::{check_merge_patch_document, merge_patch};
 pub use strategic::strategic_merge_patch;
@@ -233,7 +233,7 @@ impl PatchError {
                 .iter()
                 .map(|c| {
                     json!({
-                        "type": "FieldManagerConflict",
+                        "reason": "FieldManagerConflict",
                         "message": format!("conflict with {}", c.manager_description()),
                         "field": c.field(),
                     })
@@ -287,7 +287,7 @@ mod tests {
                 "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                 "message": "Apply failed with 1 conflict: conflict with \"kubectl-client-side-apply\" using v1: .data.key",
                 "reason": "Conflict",
-                "details": {"causes": [{"type": "FieldManagerConflict",
+                "details": {"causes": [{"reason": "FieldManagerConflict",
                     "message": "conflict with \"kubectl-client-side-apply\" using v1", "field": ".data.key"}]},
                 "code": 409
             })

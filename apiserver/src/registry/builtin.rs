@@ -81,7 +81,11 @@ pub const BUILTIN_KINDS: &[BuiltinKind] = &[
     kind("", "v1", "persistentvolumes", "PersistentVolume", false)
         .short(&["pv"])
         .with_status(),
-    kind("", "v1", "pods", "Pod", true).short(&["po"]).all().with_status(),
+    kind("", "v1", "pods", "Pod", true)
+        .short(&["po"])
+        .all()
+        .with_status()
+        .with_generation(),
     kind("", "v1", "resourcequotas", "ResourceQuota", true)
         .short(&["quota"])
         .with_status(),

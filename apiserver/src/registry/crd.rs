@@ -58,22 +58,47 @@ pub fn apply_defaults(crd: &mut Value) {
     if !spec.contains_key("conversion") {
         spec.insert("conversion".into(), json!({"strategy": "None"}));
     }
-    if let Some(versions) = spec.get_mut("versions").and_then(Value::as_array_mut) {
-        for version in versions {
-            if let Some(columns) = version
-                .get_mut("additionalPrinterColumns")
-                .and_then(Value::as_array_mut)
-            {
-                for column in columns {
-                    if let Some(column) = column.as_object_mut()
-                        && !column.contains_key("priority")
-                    {
-                        column.insert("priority".into(), json!(0));
-                    }
-                }
-            }
+}
+
+/// Whether every version has the same value at `field`: the real server then moves it to the top of its internal
+/// spec (`spec.validation` for schemas), which is where its errors point.
+fn identical_across_versions(versions: &[Value], field: &str) -> bool {
+    versions.windows(2).all(|pair| pair[0].get(field) == pair[1].get(field))
+}
+
+/// The versions as the real server's messages print them: its internal Go structs, with the fields that are the
+/// same in every version moved out (null).
+fn internal_versions(versions: &[Value]) -> Value {
+    let hoisted = |field: &str| identical_across_versions(versions, field);
+    let schema = hoisted("schema");
+    let subresources = hoisted("subresources");
+    let columns = hoisted("additionalPrinterColumns");
+    let selectable = hoisted("selectableFields");
+    let per_version = |version: &Value, field: &str, moved: bool| {
+        if moved {
+            Value::Null
+        } else {
+            version.get(field).cloned().unwrap_or(Value::Null)
         }
-    }
+    };
+    Value::Array(
+        versions
+            .iter()
+            .map(|version| {
+                json!({
+                    "Name": version.get("name").and_then(Value::as_str).unwrap_or_default(),
+                    "Served": version.get("served").and_then(Value::as_bool).unwrap_or(false),
+                    "Storage": version.get("storage").and_then(Value::as_bool).unwrap_or(false),
+                    "Deprecated": version.get("deprecated").and_then(Value::as_bool).unwrap_or(false),
+                    "DeprecationWarning": version.get("deprecationWarning").cloned().unwrap_or(Value::Null),
+                    "Schema": per_version(version, "schema", schema),
+                    "Subresources": per_version(version, "subresources", subresources),
+                    "AdditionalPrinterColumns": per_version(version, "additionalPrinterColumns", columns),
+                    "SelectableFields": per_version(version, "selectableFields", selectable),
+                })
+            })
+            .collect(),
+    )
 }
 
 /// Validate a CRD the way the apiextensions server does (the rules that matter in practice).
@@ -136,10 +161,11 @@ pub fn validate(crd: &Value) -> Vec<FieldViolation> {
         if storage != 1 {
             violations.push(FieldViolation::invalid(
                 "spec.versions",
-                &Value::Array(versions.clone()),
+                &internal_versions(&versions),
                 "must have exactly one version marked as storage version",
             ));
         }
+        let schemas_hoisted = identical_across_versions(&versions, "schema");
         for (index, version) in versions.iter().enumerate() {
             if version.get("name").and_then(Value::as_str).unwrap_or("").is_empty() {
                 violations.push(FieldViolation::required(format!("spec.versions[{index}].name"), ""));
@@ -149,8 +175,13 @@ pub fn validate(crd: &Value) -> Vec<FieldViolation> {
                     format!("spec.versions[{index}].schema.openAPIV3Schema"),
                     "schemas are required",
                 )),
+                Some(_) if schemas_hoisted && index > 0 => {}
                 Some(schema) => {
-                    let at = format!("spec.versions[{index}].schema.openAPIV3Schema");
+                    let at = if schemas_hoisted {
+                        "spec.validation.openAPIV3Schema".to_string()
+                    } else {
+                        format!("spec.versions[{index}].schema.openAPIV3Schema")
+                    };
                     if let Err(errors) = crate::schema::Structural::from_openapi_v3_at(schema, &at) {
                         violations.extend(errors.iter().map(crate::lifecycle::patching::violation));
                     }
@@ -163,10 +194,18 @@ pub fn validate(crd: &Value) -> Vec<FieldViolation> {
         {
             violations.push(FieldViolation::invalid(
                 "spec.versions",
-                &Value::Array(versions.clone()),
+                &internal_versions(&versions),
                 "must have at least one version marked as served",
             ));
         }
+    }
+    if storage_version(crd).is_none() {
+        // The create strategy records the storage version as the first stored version; without one there is none.
+        violations.push(FieldViolation::invalid(
+            "status.storedVersions",
+            &Value::Null,
+            "must have at least one stored version",
+        ));
     }
     violations
 }

@@ -1,5 +1,7 @@
 //! Defaulting of built-in kinds (what the real server fills in on every write) and status on create.
 
+use base64::Engine as _;
+use base64::prelude::BASE64_STANDARD;
 use serde_json::{Map, Value, json};
 
 use super::ResourceInfo;
@@ -18,14 +20,13 @@ pub fn apply_defaults(info: &ResourceInfo, object: &mut Value) {
         }
         ("", "Secret") => {
             set_default(object, &["type"], json!("Opaque"));
+            merge_string_data(object);
         }
         ("", "Service") => default_service(object),
         ("", "Pod") => {
             if let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) {
                 default_pod_spec(spec);
                 insert_missing(spec, "enableServiceLinks", json!(true));
-                insert_missing(spec, "priority", json!(0));
-                insert_missing(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
             }
         }
         ("apps", "Deployment") => {
@@ -117,9 +118,13 @@ pub fn initial_status(info: &ResourceInfo, object: &mut Value) {
             map.insert("status".into(), json!({"phase": "Pending"}));
         }
         ("apiextensions.k8s.io", _) => {
+            let stored: Vec<Value> = super::crd::storage_version(&Value::Object(map.clone()))
+                .into_iter()
+                .map(Value::String)
+                .collect();
             map.insert(
                 "status".into(),
-                json!({"conditions": [], "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": []}),
+                json!({"conditions": null, "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": stored}),
             );
         }
         ("batch", "Job") | ("batch", "CronJob") | ("apps", _) => {
@@ -127,6 +132,80 @@ pub fn initial_status(info: &ResourceInfo, object: &mut Value) {
         }
         _ => {
             map.remove("status");
+        }
+    }
+}
+
+/// Where a pod's service account token is mounted.
+const SERVICE_ACCOUNT_MOUNT: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// What the real server's admission plugins add to a new pod after its fields are recorded as the creator's:
+/// the priority (`Priority`), the `default` service account with its projected token volume mounted into every
+/// container (`ServiceAccount`; `suffix` names the volume) and tolerations of unready and unreachable nodes for
+/// 300 s (`DefaultTolerationSeconds`).
+pub fn admit_pod(pod: &mut Value, suffix: &str) {
+    let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    insert_missing(spec, "priority", json!(0));
+    insert_missing(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
+    let account = spec
+        .get("serviceAccountName")
+        .and_then(Value::as_str)
+        .filter(|name| !name.is_empty())
+        .unwrap_or("default")
+        .to_string();
+    spec.insert("serviceAccountName".into(), json!(account));
+    spec.insert("serviceAccount".into(), json!(account));
+    let automount = spec.get("automountServiceAccountToken").and_then(Value::as_bool) != Some(false);
+    let mounted = |containers: Option<&Value>| {
+        containers.and_then(Value::as_array).is_some_and(|containers| {
+            containers.iter().any(|container| {
+                container
+                    .get("volumeMounts")
+                    .and_then(Value::as_array)
+                    .is_some_and(|mounts| mounts.iter().any(|m| m["mountPath"] == SERVICE_ACCOUNT_MOUNT))
+            })
+        })
+    };
+    if automount && !mounted(spec.get("containers")) && !mounted(spec.get("initContainers")) {
+        let volume = format!("kube-api-access-{suffix}");
+        let volumes = spec.entry("volumes").or_insert_with(|| json!([]));
+        if let Some(volumes) = volumes.as_array_mut() {
+            volumes.push(json!({
+                "name": volume,
+                "projected": {
+                    "sources": [
+                        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                        {"downwardAPI": {"items": [{"path": "namespace",
+                            "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}},
+                    ],
+                    "defaultMode": 420,
+                },
+            }));
+        }
+        for list in ["initContainers", "containers"] {
+            for container in spec.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
+                let mounts = container
+                    .as_object_mut()
+                    .map(|c| c.entry("volumeMounts").or_insert_with(|| json!([])));
+                if let Some(mounts) = mounts.and_then(Value::as_array_mut) {
+                    mounts.push(json!({"name": volume, "readOnly": true, "mountPath": SERVICE_ACCOUNT_MOUNT}));
+                }
+            }
+        }
+    }
+    let tolerations = spec.entry("tolerations").or_insert_with(|| json!([]));
+    if let Some(tolerations) = tolerations.as_array_mut() {
+        for key in ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"] {
+            let tolerated = tolerations
+                .iter()
+                .any(|t| t["key"] == key || (t.get("key").is_none() && t["operator"] == "Exists"));
+            if !tolerated {
+                tolerations
+                    .push(json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}));
+            }
         }
     }
 }
@@ -188,19 +267,10 @@ fn pod_qos_class(spec: Option<&Value>) -> &'static str {
     }
 }
 
+/// `SetDefaults_Service`; the address families and cluster IPs are the allocator's, not defaults.
 fn default_service(object: &mut Value) {
-    set_default(object, &["spec", "type"], json!("ClusterIP"));
-    let service_type = object::path_str(object, &["spec", "type"]).to_string();
-    if service_type == "ExternalName" {
-        return;
-    }
     set_default(object, &["spec", "sessionAffinity"], json!("None"));
-    set_default(object, &["spec", "ipFamilyPolicy"], json!("SingleStack"));
-    set_default(object, &["spec", "ipFamilies"], json!(["IPv4"]));
-    set_default(object, &["spec", "internalTrafficPolicy"], json!("Cluster"));
-    if service_type == "NodePort" || service_type == "LoadBalancer" {
-        set_default(object, &["spec", "externalTrafficPolicy"], json!("Cluster"));
-    }
+    set_default(object, &["spec", "type"], json!("ClusterIP"));
     if let Some(ports) = object.pointer_mut("/spec/ports").and_then(Value::as_array_mut) {
         for port in ports.iter_mut().filter_map(Value::as_object_mut) {
             insert_missing(port, "protocol", json!("TCP"));
@@ -208,6 +278,35 @@ fn default_service(object: &mut Value) {
                 insert_missing(port, "targetPort", number);
             }
         }
+    }
+    let service_type = object::path_str(object, &["spec", "type"]).to_string();
+    if service_type == "NodePort" || service_type == "LoadBalancer" {
+        set_default(object, &["spec", "externalTrafficPolicy"], json!("Cluster"));
+    }
+    if matches!(service_type.as_str(), "ClusterIP" | "NodePort" | "LoadBalancer") {
+        set_default(object, &["spec", "internalTrafficPolicy"], json!("Cluster"));
+    }
+    if service_type == "LoadBalancer" {
+        set_default(object, &["spec", "allocateLoadBalancerNodePorts"], json!(true));
+    }
+}
+
+/// A Secret's `stringData` is write-only: its entries replace those of `data`, base64-encoded.
+fn merge_string_data(object: &mut Value) {
+    let Some(map) = object.as_object_mut() else {
+        return;
+    };
+    let Some(Value::Object(string_data)) = map.remove("stringData") else {
+        return;
+    };
+    let data = map.entry("data").or_insert_with(|| json!({}));
+    if !data.is_object() {
+        *data = json!({});
+    }
+    let data = data.as_object_mut().expect("data is an object");
+    for (key, value) in string_data {
+        let text = value.as_str().unwrap_or_default();
+        data.insert(key, json!(BASE64_STANDARD.encode(text)));
     }
 }
 
@@ -315,5 +414,45 @@ mod tests {
             json!({"port": 80, "protocol": "TCP", "targetPort": 80})
         );
         assert_eq!(service["spec"]["type"], "ClusterIP");
+        assert!(
+            service["spec"].get("ipFamilies").is_none(),
+            "address families are allocated, not defaulted"
+        );
+    }
+
+    #[test]
+    fn pods_get_what_admission_adds() {
+        let mut pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}});
+        admit_pod(&mut pod, "abcde");
+        let spec = &pod["spec"];
+        assert_eq!(
+            (spec["serviceAccountName"].as_str(), spec["priority"].as_i64()),
+            (Some("default"), Some(0))
+        );
+        assert_eq!(spec["volumes"][0]["name"], "kube-api-access-abcde");
+        assert_eq!(
+            spec["containers"][0]["volumeMounts"][0]["mountPath"],
+            SERVICE_ACCOUNT_MOUNT
+        );
+        assert_eq!(spec["tolerations"].as_array().map(Vec::len), Some(2));
+        let mut opted_out = json!({"spec": {"automountServiceAccountToken": false, "containers": [{"name": "c"}],
+            "tolerations": [{"operator": "Exists"}]}});
+        admit_pod(&mut opted_out, "abcde");
+        assert!(opted_out["spec"].get("volumes").is_none());
+        assert_eq!(opted_out["spec"]["tolerations"].as_array().map(Vec::len), Some(1));
+    }
+
+    #[test]
+    fn secret_string_data_becomes_data() {
+        let registry = Registry::build([]);
+        let info = registry.lookup("", "v1", "secrets").unwrap();
+        let mut secret = json!({"metadata": {"name": "s"}, "data": {"a": "eA==", "b": "eQ=="},
+                                "stringData": {"b": "hunter2"}});
+        apply_defaults(&info, &mut secret);
+        assert_eq!(
+            secret,
+            json!({"metadata": {"name": "s"}, "type": "Opaque",
+                                  "data": {"a": "eA==", "b": "aHVudGVyMg=="}})
+        );
     }
 }

@@ -16,6 +16,39 @@ pub const RESOURCE_VERBS: &[&str] = &[
     "watch",
 ];
 
+/// Verbs of a custom resource, in the order the real server lists them.
+pub const CUSTOM_RESOURCE_VERBS: &[&str] = &[
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "create",
+    "update",
+    "watch",
+];
+
+/// The verbs of a resource as discovery lists them.
+fn verbs(info: &ResourceInfo) -> &'static [&'static str] {
+    if info.is_builtin() {
+        RESOURCE_VERBS
+    } else {
+        CUSTOM_RESOURCE_VERBS
+    }
+}
+
+/// `storageVersionHash`: the first 8 bytes of the SHA-256 of `group/version/kind` of the stored form, base64.
+pub fn storage_version_hash(info: &ResourceInfo) -> String {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let (group, version) = info
+        .storage_api_version
+        .rsplit_once('/')
+        .unwrap_or(("", info.storage_api_version.as_str()));
+    let digest = sha2::Sha256::digest(format!("{group}/{version}/{}", info.kind).as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(&digest[..8])
+}
+
 /// Verbs of a `/status` subresource.
 pub const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
 
@@ -37,7 +70,7 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
             "singularName": info.singular,
             "namespaced": info.namespaced,
             "kind": info.kind,
-            "verbs": RESOURCE_VERBS,
+            "verbs": verbs(info),
         });
         if !info.short_names.is_empty() {
             entry["shortNames"] = json!(info.short_names);
@@ -45,6 +78,7 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
         if !info.categories.is_empty() {
             entry["categories"] = json!(info.categories);
         }
+        entry["storageVersionHash"] = json!(storage_version_hash(info));
         resources.push(entry);
         if info.status_subresource {
             resources.push(json!({
@@ -111,7 +145,7 @@ fn aggregated_resource(info: &ResourceInfo) -> Value {
         "responseKind": response_kind,
         "scope": if info.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": info.singular,
-        "verbs": RESOURCE_VERBS,
+        "verbs": verbs(info),
     });
     if !info.short_names.is_empty() {
         entry["shortNames"] = json!(info.short_names);
@@ -206,5 +240,15 @@ mod tests {
             .collect();
         assert_eq!(groups[0], "apps");
         assert!(groups.contains(&"apiextensions.k8s.io"));
+    }
+
+    #[test]
+    fn storage_version_hash_is_the_real_servers() {
+        let registry = Registry::build([]);
+        let deployments = registry
+            .lookup("apps", "v1", "deployments")
+            .expect("deployments are built in");
+        // What kube-apiserver v1.37 lists for apps/v1 deployments.
+        assert_eq!(storage_version_hash(&deployments), "8aSe+NMegvE=");
     }
 }

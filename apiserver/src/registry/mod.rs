@@ -5,6 +5,7 @@ pub mod conversion;
 pub mod crd;
 pub mod defaults;
 pub mod discovery;
+pub mod validation;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -117,6 +118,11 @@ impl ResourceInfo {
             None if kind.group.is_empty() => kind.version.to_string(),
             None => format!("{}/{}", kind.group, kind.version),
         };
+        let served_api_version = if kind.group.is_empty() {
+            kind.version.to_string()
+        } else {
+            format!("{}/{}", kind.group, kind.version)
+        };
         ResourceInfo {
             group: kind.group.to_string(),
             version: kind.version.to_string(),
@@ -130,7 +136,8 @@ impl ResourceInfo {
             status_subresource: kind.status,
             generation: kind.generation,
             storage,
-            field_type: Arc::new(crate::patch::builtin(&storage_api_version, kind.kind)),
+            // Patches, applies and managedFields work on objects in the served version's fields.
+            field_type: Arc::new(crate::patch::builtin(&served_api_version, kind.kind)),
             storage_api_version,
             custom: None,
         }

@@ -42,18 +42,14 @@ pub fn with_warnings(mut response: Response, warnings: &[String]) -> Response {
     response
 }
 
-/// Content type of a representation.
+/// Content type of a representation: plain JSON, as kube-apiserver labels Tables and metadata-only answers too;
+/// only aggregated discovery names its kind.
 pub fn content_type(representation: &Representation) -> String {
     match representation {
-        Representation::Table(api_version) => {
-            let version = api_version.rsplit('/').next().unwrap_or("v1");
-            format!("application/json;as=Table;v={version};g=meta.k8s.io")
-        }
-        Representation::PartialMetadata => "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io".into(),
         Representation::AggregatedDiscovery(version) => {
             format!("application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList")
         }
-        Representation::Json => "application/json".into(),
+        Representation::Table(_) | Representation::PartialMetadata | Representation::Json => "application/json".into(),
     }
 }
 
@@ -96,9 +92,14 @@ pub fn object_body(
     include: IncludeObject,
 ) -> (Vec<u8>, String) {
     let body = match representation {
-        Representation::Table(api_version) => {
-            table::table(info, &[Arc::new(stored.clone())], json!({}), include, true, api_version)
-        }
+        Representation::Table(api_version) => table::table(
+            info,
+            &[Arc::new(stored.clone())],
+            json!({"resourceVersion": crate::object::resource_version(stored)}),
+            include,
+            true,
+            api_version,
+        ),
         Representation::PartialMetadata => table::partial_metadata(stored),
         _ => conversion::to_served(info, stored.clone()),
     };
@@ -132,10 +133,7 @@ pub fn list_body(
                 "metadata": list_metadata,
                 "items": items,
             });
-            (
-                serde_json::to_vec(&list).unwrap_or_default(),
-                "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io".into(),
-            )
+            (serde_json::to_vec(&list).unwrap_or_default(), "application/json".into())
         }
         _ => {
             let mut out = Vec::with_capacity(256 + items.len() * 512);
@@ -147,7 +145,7 @@ pub fn list_body(
             serde_json::to_writer(&mut out, &list_metadata).unwrap_or_default();
             out.extend_from_slice(b",\"items\":[");
             let served_version = info.api_version();
-            let needs_conversion = info.group == "events.k8s.io";
+            let needs_conversion = conversion::changes_on_serving(info);
             for (index, item) in items.iter().enumerate() {
                 if index > 0 {
                     out.push(b',');

@@ -24,6 +24,14 @@ use crate::selector::{FieldSelector, LabelSelector};
 use crate::storage::ObjectKey;
 use crate::table::IncludeObject;
 
+/// The media types of PATCH bodies.
+const PATCH_TYPES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
+];
+
 /// Largest request body accepted.
 const MAX_BODY: usize = 64 * 1024 * 1024;
 
@@ -111,20 +119,44 @@ async fn dispatch(cluster: Arc<Cluster>, request: http::Request<Body>) -> ApiRes
             ),
             _ => json_response(200, &discovery::group_list(&registry)),
         }),
-        Route::Group(name) => discovery::group(&registry, &name)
-            .map(|doc| json_response(200, &doc))
-            .ok_or_else(ApiError::no_route),
-        Route::ResourceList { group, version } => discovery::resource_list(&registry, &group, &version)
-            .map(|doc| json_response(200, &doc))
-            .ok_or_else(ApiError::no_route),
+        Route::Group(name) => match discovery::group(&registry, &name) {
+            Some(doc) => Ok(json_response(200, &doc)),
+            None => Ok(page_not_found()),
+        },
+        Route::ResourceList { group, version } => match discovery::resource_list(&registry, &group, &version) {
+            Some(doc) => Ok(json_response(200, &doc)),
+            None if group_served(&registry, &group) => Err(ApiError::no_route()),
+            None => Ok(page_not_found()),
+        },
         Route::Resource(path) => {
+            if !group_served(&registry, &path.group) {
+                return Ok(page_not_found());
+            }
             let info = registry
                 .lookup(&path.group, &path.version, &path.plural)
                 .ok_or_else(ApiError::no_route)?;
             resource(cluster, parts, body, path, info, query, representation, listener).await
         }
-        Route::NotFound => Err(ApiError::no_route()),
+        Route::NotFound if served_root(parts.uri.path()) => Err(ApiError::no_route()),
+        Route::NotFound => Ok(page_not_found()),
     }
+}
+
+/// Whether a group (`""` for the core group) is served.
+fn group_served(registry: &crate::registry::Registry, group: &str) -> bool {
+    group.is_empty() || discovery::group(registry, group).is_some()
+}
+
+/// Whether a path is under one of the roots the server registers handlers for; any other path, like one under an
+/// API group nobody serves, reaches no handler at all.
+fn served_root(path: &str) -> bool {
+    let first = path.trim_start_matches('/').split('/').next().unwrap_or_default();
+    ["api", "apis", "version", "healthz", "livez", "readyz", "openapi"].contains(&first)
+}
+
+/// What the real server's HTTP mux answers when no handler matches.
+fn page_not_found() -> Response {
+    bytes_response(404, b"404 page not found\n".to_vec(), "text/plain; charset=utf-8")
 }
 
 fn version_info() -> Value {
@@ -174,13 +206,31 @@ fn field_manager(parts: &Parts, query: &Query) -> ApiResult<String> {
     Ok(prefix)
 }
 
-fn dry_run(query: &Query) -> ApiResult<bool> {
+/// The kind of options a request's query decodes into (`CreateOptions` for POST, …), which its errors name.
+fn options_kind(method: &Method) -> &'static str {
+    match *method {
+        Method::POST => "CreateOptions",
+        Method::PUT => "UpdateOptions",
+        Method::PATCH => "PatchOptions",
+        Method::DELETE => "DeleteOptions",
+        _ => "ListOptions",
+    }
+}
+
+fn dry_run(query: &Query, options: &str) -> ApiResult<bool> {
     match query.get("dryRun") {
         None | Some("") => Ok(false),
         Some("All") => Ok(true),
-        Some(other) => Err(ApiError::bad_request(format!(
-            "Invalid dry run value: {other}; supported values: All"
-        ))),
+        Some(other) => Err(ApiError::invalid_fields(
+            "meta.k8s.io",
+            options,
+            "",
+            &[crate::error::FieldViolation {
+                field: "dryRun".into(),
+                reason: "FieldValueNotSupported".into(),
+                message: format!("Unsupported value: {}: supported values: \"All\"", json!([other])),
+            }],
+        )),
     }
 }
 
@@ -190,7 +240,39 @@ async fn read_body(body: Body) -> ApiResult<bytes::Bytes> {
         .map_err(|e| ApiError::bad_request(format!("cannot read request body: {e}")))
 }
 
-fn parse_object(parts: &Parts, bytes: &[u8]) -> ApiResult<Value> {
+/// A decode failure of a body the server cannot even read the type of, as `transformDecodeError` words it.
+fn unrecognized(info: &ResourceInfo, bytes: &[u8], error: &str) -> ApiError {
+    const SUMMARY: usize = 30;
+    let summary = match bytes {
+        [] => "<empty>".to_string(),
+        [b'{', ..] if bytes.len() > SUMMARY => format!("{} ...", String::from_utf8_lossy(&bytes[..SUMMARY])),
+        [b'{', ..] => String::from_utf8_lossy(bytes).into_owned(),
+        _ if bytes.len() > SUMMARY => format!("{} ...", hex_string(&bytes[..SUMMARY])),
+        _ => hex_string(bytes),
+    };
+    ApiError::bad_request(format!(
+        "the object provided is unrecognized (must be of type {}): couldn't get version/kind; json parse error: {error} ({summary})",
+        info.kind
+    ))
+}
+
+fn hex_string(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Go's `encoding/json` error for a body it cannot read the `apiVersion` and `kind` of.
+fn go_json_error(error: &serde_json::Error, value: Option<&Value>) -> String {
+    match value {
+        Some(value) => format!(
+            "json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}",
+            crate::patch::go_json_kind(value)
+        ),
+        None if error.is_eof() => "unexpected end of JSON input".to_string(),
+        None => error.to_string(),
+    }
+}
+
+fn parse_object(parts: &Parts, bytes: &[u8], info: &ResourceInfo) -> ApiResult<Value> {
     let content_type = parts
         .headers
         .get(header::CONTENT_TYPE)
@@ -203,8 +285,13 @@ fn parse_object(parts: &Parts, bytes: &[u8]) -> ApiResult<Value> {
         serde_yaml::from_slice(bytes)
             .map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))?
     } else if content_type.contains("json") || content_type.is_empty() {
-        serde_json::from_slice(bytes)
-            .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?
+        let value: Value =
+            serde_json::from_slice(bytes).map_err(|e| unrecognized(info, bytes, &go_json_error(&e, None)))?;
+        if !value.is_object() && !value.is_null() {
+            let error = serde_json::Error::io(std::io::Error::other("not an object"));
+            return Err(unrecognized(info, bytes, &go_json_error(&error, Some(&value))));
+        }
+        value
     } else {
         return Err(ApiError::new(
             415,
@@ -290,13 +377,13 @@ async fn resource(
             }
             let request = write_request(&parts, &query, &info, &namespace, None)?;
             let bytes = read_body(body).await?;
-            let object = parse_object(&parts, &bytes)?;
+            let object = parse_object(&parts, &bytes, &info)?;
             let outcome = cluster.create(&request, object)?;
             Ok(with_warnings(json_response(201, &outcome.object), &outcome.warnings))
         }
         (Method::PUT, Some(name)) => {
             let bytes = read_body(body).await?;
-            let object = parse_object(&parts, &bytes)?;
+            let object = parse_object(&parts, &bytes, &info)?;
             if path.subresource.as_deref() == Some("finalize") {
                 return finalize_namespace(&cluster, &info, &name, object);
             }
@@ -315,6 +402,12 @@ async fn resource(
                 .unwrap_or("")
                 .trim()
                 .to_ascii_lowercase();
+            // Routes consume only the four patch types; anything else is refused before the handler runs.
+            if !PATCH_TYPES.contains(&content_type.as_str()) {
+                return Err(
+                    ApiError::new(415, "UnsupportedMediaType", "415: Unsupported Media Type").with_details(json!({})),
+                );
+            }
             let accepted: &[&str] = if info.is_builtin() {
                 &[
                     "application/json-patch+json",
@@ -399,12 +492,10 @@ async fn resource(
             let request = write_request(&parts, &query, &info, &namespace, None)?;
             let filter = selection(&info, &query)?;
             let deleted = cluster.delete_collection(&request, &|o| filter(o), &options)?;
-            Ok(json_response(
-                200,
-                &json!({"kind": info.list_kind, "apiVersion": info.api_version(),
-                        "metadata": {"resourceVersion": cluster.store.revision().to_string()},
-                        "items": deleted}),
-            ))
+            let items: Vec<std::sync::Arc<Value>> = deleted.into_iter().map(std::sync::Arc::new).collect();
+            let metadata = json!({"resourceVersion": cluster.store.revision().to_string()});
+            let (body, content_type) = list_body(&info, &items, metadata, &Representation::Json, include);
+            Ok(bytes_response(200, body, &content_type))
         }
         _ => Err(ApiError::method_not_allowed()),
     }
@@ -429,15 +520,15 @@ fn write_request(
             String::new()
         },
         subresource,
-        dry_run: dry_run(query)?,
+        dry_run: dry_run(query, options_kind(&parts.method))?,
         manager: field_manager(parts, query)?,
-        validation: FieldValidation::parse(query.get("fieldValidation"))?,
+        validation: FieldValidation::parse(query.get("fieldValidation"), options_kind(&parts.method))?,
     })
 }
 
 fn delete_options(query: &Query, body: &[u8]) -> ApiResult<DeleteOptions> {
     let mut options = DeleteOptions {
-        dry_run: dry_run(query)?,
+        dry_run: dry_run(query, "DeleteOptions")?,
         ..Default::default()
     };
     let document: Value = if body.iter().all(u8::is_ascii_whitespace) {
@@ -484,6 +575,12 @@ fn delete_options(query: &Query, body: &[u8]) -> ApiResult<DeleteOptions> {
     Ok(options)
 }
 
+/// The field error of a resourceVersion that is not a number, worded as Go's `strconv.ParseUint` fails.
+pub fn invalid_resource_version(text: &str) -> String {
+    let quoted = crate::go_format::quote(text);
+    format!("resourceVersion: Invalid value: {quoted}: strconv.ParseUint: parsing {quoted}: invalid syntax")
+}
+
 type Filter = Box<dyn Fn(&Value) -> bool + Send + Sync>;
 
 /// The label and field selection of a list, watch or deletecollection request.
@@ -501,7 +598,63 @@ pub fn selection(info: &ResourceInfo, query: &Query) -> ApiResult<Filter> {
 struct ContinueToken {
     v: String,
     rv: u64,
-    start: (String, String),
+    /// The key to continue from, as etcd keys go: `namespace/name` (just `name` when cluster-scoped) and a NUL.
+    start: String,
+}
+
+impl ContinueToken {
+    /// The version of continue tokens, which tokens of another version are refused for.
+    const VERSION: &str = "meta.k8s.io/v1";
+
+    fn new(revision: u64, (namespace, name): (String, String)) -> Self {
+        let key = if namespace.is_empty() {
+            name
+        } else {
+            format!("{namespace}/{name}")
+        };
+        ContinueToken {
+            v: Self::VERSION.into(),
+            rv: revision,
+            start: format!("{key}\u{0}"),
+        }
+    }
+
+    /// Reads a `continue` parameter, with the real server's errors.
+    fn parse(text: &str, info: &ResourceInfo) -> ApiResult<(String, String)> {
+        let invalid =
+            |why: String| ApiError::bad_request(format!("invalid continue token: continue key is not valid: {why}"));
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(text)
+            .map_err(|error| match error {
+                base64::DecodeError::InvalidByte(offset, _) | base64::DecodeError::InvalidLastSymbol(offset, _) => {
+                    invalid(format!("illegal base64 data at input byte {offset}"))
+                }
+                _ => invalid(format!("illegal base64 data at input byte {}", text.len())),
+            })?;
+        let token: serde_json::Map<String, Value> = match serde_json::from_slice::<Value>(&bytes) {
+            Ok(Value::Object(map)) => map,
+            Ok(other) => {
+                return Err(invalid(format!(
+                    "json: cannot unmarshal {} into Go value of type storage.continueToken",
+                    crate::patch::go_json_kind(&other)
+                )));
+            }
+            Err(error) if error.is_eof() => return Err(invalid("unexpected end of JSON input".into())),
+            Err(error) => return Err(invalid(error.to_string())),
+        };
+        let version = token.get("v").and_then(Value::as_str).unwrap_or_default();
+        if version != Self::VERSION {
+            return Err(invalid(format!(
+                "server does not recognize this encoded version {version}"
+            )));
+        }
+        let start = token.get("start").and_then(Value::as_str).unwrap_or_default();
+        let key = start.strip_suffix('\u{0}').unwrap_or(start);
+        Ok(match key.split_once('/') {
+            Some((namespace, name)) if info.namespaced => (namespace.to_string(), name.to_string()),
+            _ => (String::new(), key.to_string()),
+        })
+    }
 }
 
 fn list(
@@ -517,9 +670,12 @@ fn list(
     let version = query.get("resourceVersion").unwrap_or("");
     let version_match = query.get("resourceVersionMatch").unwrap_or("");
     if !version.is_empty() && version != "0" {
-        let requested: u64 = version
-            .parse()
-            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {version:?}")))?;
+        let requested: u64 = version.parse().map_err(|_| {
+            ApiError::bad_request(format!(
+                "invalid resource version: {}",
+                invalid_resource_version(version)
+            ))
+        })?;
         match version_match {
             "Exact" if requested != current => {
                 return Err(ApiError::expired(format!(
@@ -530,7 +686,7 @@ fn list(
                 return Err(ApiError::new(
                     504,
                     "Timeout",
-                    format!("Too large resource version: {requested}, current: {current}"),
+                    format!("Timeout: Too large resource version: {requested}, current: {current}"),
                 )
                 .with_details(json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1})));
             }
@@ -550,14 +706,7 @@ fn list(
         None => None,
     };
     let after = match query.get("continue").filter(|c| !c.is_empty()) {
-        Some(token) => {
-            let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-                .decode(token.trim_end_matches('='))
-                .map_err(|_| ApiError::bad_request("continue key is not valid: illegal base64 data"))?;
-            let token: ContinueToken = serde_json::from_slice(&bytes)
-                .map_err(|_| ApiError::bad_request("continue key is not valid: invalid token"))?;
-            Some(token.start)
-        }
+        Some(token) => Some(ContinueToken::parse(token, info)?),
         None => None,
     };
     let fields_name = FieldSelector::parse(query.get("fieldSelector").unwrap_or(""), info)
@@ -585,12 +734,12 @@ fn list(
             }),
     };
     let mut metadata = json!({"resourceVersion": page.revision.to_string()});
+    if info.custom.is_some() && *representation == Representation::Json {
+        // Custom resource lists are unstructured: an empty continue token is written out.
+        metadata["continue"] = json!("");
+    }
     if let Some(next) = page.next {
-        let token = ContinueToken {
-            v: "meta.k8s.io/v1".into(),
-            rv: page.revision,
-            start: next,
-        };
+        let token = ContinueToken::new(page.revision, next);
         let encoded =
             base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(serde_json::to_vec(&token).unwrap_or_default());
         metadata["continue"] = json!(encoded);

@@ -24,6 +24,8 @@ use crate::table::{self, IncludeObject};
 
 /// Longest watch when the client sets no timeout (kube-apiserver's default minimum request timeout).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
+/// How long before a watch's timeout its pre-timeout bookmark goes out.
+const PRE_TIMEOUT_BOOKMARK: Duration = Duration::from_secs(2);
 
 struct WatchState {
     cluster: Arc<Cluster>,
@@ -51,9 +53,12 @@ pub fn serve(
     let filter = selection(&info, &query)?;
     let version = query.get("resourceVersion").unwrap_or("").to_string();
     let bookmarks = query.flag("allowWatchBookmarks");
-    let send_initial = query.get("sendInitialEvents").map(|v| v == "true");
+    let mut send_initial = query.get("sendInitialEvents").map(|v| v == "true");
     let version_match = query.get("resourceVersionMatch").unwrap_or("");
-    if send_initial.is_some() && version_match != "NotOlderThan" {
+    // A watch from "now" (no resourceVersion, or "0") streams the current state first, as a watch list does.
+    if send_initial.is_none() && version_match.is_empty() && (version.is_empty() || version == "0") {
+        send_initial = Some(true);
+    } else if send_initial.is_some() && version_match != "NotOlderThan" {
         return Err(ApiError::invalid_fields(
             "meta.k8s.io",
             "ListOptions",
@@ -64,24 +69,13 @@ pub fn serve(
             )],
         ));
     }
-    if send_initial == Some(true) && !bookmarks {
-        return Err(ApiError::invalid_fields(
-            "meta.k8s.io",
-            "ListOptions",
-            "",
-            &[crate::error::FieldViolation::forbidden(
-                "allowWatchBookmarks",
-                "allowWatchBookmarks required when sendInitialEvents is set",
-            )],
-        ));
-    }
     let from = match (version.as_str(), send_initial) {
         (_, Some(true)) => WatchFrom::Now { initial: true },
         ("", Some(false)) => WatchFrom::Now { initial: false },
         ("" | "0", _) => WatchFrom::Now { initial: true },
         (text, _) => WatchFrom::Revision(
             text.parse()
-                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {text:?}")))?,
+                .map_err(|_| ApiError::new(500, "", super::handlers::invalid_resource_version(text)))?,
         ),
     };
     let timeout = query
@@ -107,7 +101,8 @@ pub fn serve(
     tokio::spawn(async move {
         match subscription {
             Ok(subscription) => {
-                let initial_end = send_initial == Some(true);
+                // The end of the initial events is marked only for clients that take bookmarks.
+                let initial_end = send_initial == Some(true) && bookmarks;
                 let listener = listener.unwrap_or_default();
                 tokio::select! {
                     _ = state.run(subscription, bookmarks, initial_end, timeout) => {}
@@ -183,11 +178,19 @@ impl WatchState {
             EventType::Added if now => "ADDED",
             EventType::Modified if now && before => "MODIFIED",
             EventType::Modified if now => "ADDED",
-            EventType::Modified if before => "DELETED",
+            EventType::Modified if before => {
+                // An object leaving the selection is deleted as the watcher last saw it, at the new version.
+                let Some(previous) = &event.previous else { return true };
+                let mut last_seen = (**previous).clone();
+                object::metadata_mut(&mut last_seen)
+                    .insert("resourceVersion".into(), json!(event.revision.to_string()));
+                let rendered = self.render(&last_seen);
+                return self.send_line("DELETED", rendered).await;
+            }
             EventType::Deleted if now || before => "DELETED",
             _ => return true,
         };
-        if self.representation == Representation::Json && self.info.api_version() == self.info.storage_api_version {
+        if self.representation == Representation::Json && !conversion::changes_on_serving(&self.info) {
             let object = event.encoded_object();
             let mut line = Vec::with_capacity(object.len() + 32);
             line.extend_from_slice(b"{\"type\":\"");
@@ -202,7 +205,7 @@ impl WatchState {
     }
 
     async fn send_bookmark(&mut self, revision: u64, initial_end: bool) -> bool {
-        let mut metadata = json!({"resourceVersion": revision.to_string(), "creationTimestamp": null});
+        let mut metadata = json!({"resourceVersion": revision.to_string()});
         if initial_end {
             metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
@@ -242,26 +245,35 @@ impl WatchState {
         drops.borrow_and_update();
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
+        // As kube-apiserver's watch cache does, a client that takes bookmarks gets one 2 s before its timeout, so
+        // that it resumes from a recent resourceVersion; a watch of 2 s or less gets none.
+        let pre_timeout = timeout.checked_sub(PRE_TIMEOUT_BOOKMARK).filter(|left| !left.is_zero());
+        let mut pre_timeout_pending = bookmarks && pre_timeout.is_some();
+        let pre_timeout = tokio::time::sleep(pre_timeout.unwrap_or(timeout));
+        tokio::pin!(pre_timeout);
         let interval = self.cluster.settings.bookmark_interval;
         let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
         let sender = self.sender.clone();
         loop {
             tokio::select! {
                 _ = sender.closed() => return,
-                _ = &mut deadline => {
-                    if bookmarks {
-                        let revision = self.drain_then_revision(&mut receiver).await;
-                        if let Some(revision) = revision {
-                            self.send_bookmark(revision, false).await;
-                        }
-                    }
-                    return;
-                }
+                _ = &mut deadline => return,
                 changed = drops.changed() => {
                     if changed.is_ok() {
                         tracing::debug!(resource = %self.info.plural, "dropping watch (fault injection)");
                     }
                     return;
+                }
+                _ = &mut pre_timeout, if pre_timeout_pending => {
+                    pre_timeout_pending = false;
+                    match self.drain_then_revision(&mut receiver).await {
+                        Some(revision) => {
+                            if !self.send_bookmark(revision, false).await {
+                                return;
+                            }
+                        }
+                        None => return,
+                    }
                 }
                 _ = ticker.tick(), if bookmarks => {
                     match self.drain_then_revision(&mut receiver).await {

@@ -165,9 +165,45 @@ pub struct Expired {
     pub oldest: u64,
 }
 
+/// Where an object sits among its resource's objects: ordered as etcd orders keys (`namespace/name`, byte by byte),
+/// so that lists come out in the order a real API server gives them (`a-b/x` before `a/y`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Slot {
+    namespace: String,
+    name: String,
+}
+
+impl Slot {
+    fn new(namespace: &str, name: &str) -> Self {
+        Slot {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        }
+    }
+
+    fn key_bytes(&self) -> impl Iterator<Item = u8> + '_ {
+        self.namespace
+            .bytes()
+            .chain(std::iter::once(b'/'))
+            .chain(self.name.bytes())
+    }
+}
+
+impl Ord for Slot {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key_bytes().cmp(other.key_bytes())
+    }
+}
+
+impl PartialOrd for Slot {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 #[derive(Debug)]
 struct Resource {
-    objects: BTreeMap<(String, String), Arc<Value>>,
+    objects: BTreeMap<Slot, Arc<Value>>,
     history: VecDeque<Arc<WatchEvent>>,
     compacted: u64,
     sender: broadcast::Sender<Arc<WatchEvent>>,
@@ -240,7 +276,7 @@ impl Store {
                 state
                     .resource(&key.storage)
                     .objects
-                    .insert((key.namespace, key.name), Arc::new(value));
+                    .insert(Slot::new(&key.namespace, &key.name), Arc::new(value));
             }
         }
         tracing::info!(dir = %dir.display(), revision, "loaded durable store");
@@ -267,7 +303,7 @@ impl Store {
             .resources
             .get(&key.storage)?
             .objects
-            .get(&(key.namespace.clone(), key.name.clone()))
+            .get(&Slot::new(&key.namespace, &key.name))
             .cloned()
     }
 
@@ -314,11 +350,11 @@ impl Store {
         };
         use std::ops::Bound;
         let lower = match (after, namespace) {
-            (Some(key), _) => Bound::Excluded(key.clone()),
-            (None, Some(ns)) => Bound::Included((ns.to_string(), String::new())),
+            (Some((ns, name)), _) => Bound::Excluded(Slot::new(ns, name)),
+            (None, Some(ns)) => Bound::Included(Slot::new(ns, "")),
             (None, None) => Bound::Unbounded,
         };
-        for ((ns, name), value) in resource.objects.range((lower, Bound::Unbounded)) {
+        for (Slot { namespace: ns, name }, value) in resource.objects.range((lower, Bound::Unbounded)) {
             if let Some(wanted) = namespace
                 && ns != wanted
             {
@@ -376,7 +412,7 @@ impl Store {
     {
         let mut state = self.state.lock();
         let next = state.revision + 1;
-        let slot = (key.namespace.clone(), key.name.clone());
+        let slot = Slot::new(&key.namespace, &key.name);
         let current = state
             .resources
             .get(&key.storage)
@@ -485,6 +521,19 @@ impl Store {
         })
     }
 
+    /// Starts the history of a resource that is served from now on (a new custom resource type): like a real
+    /// server's watch cache, which starts when the resource is first served, it holds nothing older, so a watch
+    /// from an earlier resourceVersion is answered with 410 Gone. A resource that already has objects or history
+    /// is left alone.
+    pub fn start_history(&self, storage: &StorageId) {
+        let mut state = self.state.lock();
+        let revision = state.revision;
+        let resource = state.resource(storage);
+        if resource.objects.is_empty() && resource.history.is_empty() {
+            resource.compacted = revision;
+        }
+    }
+
     /// Forget all retained history: every watch resuming from an older resourceVersion gets 410 Gone.
     /// The compaction takes a resourceVersion of its own, so even an up-to-date watcher must relist.
     pub fn compact(&self) {
@@ -537,6 +586,33 @@ mod tests {
     }
 
     #[test]
+    fn lists_in_etcd_key_order() {
+        let store = Store::in_memory(10);
+        for (namespace, name) in [("a", "y"), ("a-b", "x"), ("a", "b")] {
+            store
+                .write(
+                    &ObjectKey::new(&StorageId::from("/configmaps"), namespace, name),
+                    false,
+                    |_, _| {
+                        Ok(Change::Create(
+                            json!({"metadata": {"name": name, "namespace": namespace}}),
+                        ))
+                    },
+                )
+                .unwrap();
+        }
+        let page = store.list(&StorageId::from("/configmaps"), None, None, None, &|_| true);
+        let keys: Vec<String> = page
+            .items
+            .iter()
+            .map(|o| format!("{}/{}", object::namespace(o), object::name(o)))
+            .collect();
+        assert_eq!(keys, ["a-b/x", "a/b", "a/y"]);
+        let in_a = store.list(&StorageId::from("/configmaps"), Some("a"), None, None, &|_| true);
+        assert_eq!(in_a.items.len(), 2);
+    }
+
+    #[test]
     fn list_pages_by_key() {
         let store = Store::in_memory(10);
         for name in ["a", "b", "c"] {
@@ -562,6 +638,18 @@ mod tests {
         assert!(store.watch(&storage, WatchFrom::Revision(0)).is_err());
         let resumed = store.watch(&storage, WatchFrom::Revision(1)).unwrap();
         assert_eq!(resumed.backlog.len(), 2);
+    }
+
+    #[test]
+    fn history_of_a_new_resource_starts_when_it_is_served() {
+        let store = Store::in_memory(10);
+        create(&store, "a");
+        create(&store, "b");
+        let widgets = StorageId::from("example.com/widgets");
+        store.start_history(&widgets);
+        let expired = store.watch(&widgets, WatchFrom::Revision(1)).unwrap_err();
+        assert_eq!((expired.requested, expired.oldest), (1, 3));
+        assert!(store.watch(&widgets, WatchFrom::Revision(2)).is_ok());
     }
 
     #[test]

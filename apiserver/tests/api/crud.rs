@@ -283,7 +283,13 @@ async fn selectors_pagination_and_dry_run() {
         ["c"]
     );
     let (code, _, message) = status_code(api.list(&ListParams::default().fields("data.key=x")).await);
-    assert_eq!((code, message.as_str()), (400, "field label not supported: data.key"));
+    assert_eq!(
+        (code, message.as_str()),
+        (
+            400,
+            "\"data.key\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+        )
+    );
 
     let first = api.list(&ListParams::default().limit(3)).await.unwrap();
     assert_eq!(first.items.len(), 3);

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use wasm_reconciler_apiserver::{ApiServer, write_kubeconfig};
 
-use crate::support::{Kubectl, Lines, eventually, kubectl_available};
+use crate::support::{Kubectl, Lines, eventually};
 
 const CONFIG_MAP: &str = "apiVersion: v1
 kind: ConfigMap
@@ -82,9 +82,6 @@ fn columns(line: &str) -> Vec<&str> {
 
 #[tokio::test]
 async fn create_get_describe_and_errors() {
-    if !kubectl_available() {
-        return;
-    }
     let kubectl = Kubectl::start().await;
     kubectl.file("cm.yaml", CONFIG_MAP);
     assert_eq!(
@@ -165,9 +162,6 @@ async fn create_get_describe_and_errors() {
 
 #[tokio::test]
 async fn apply_client_and_server_side() {
-    if !kubectl_available() {
-        return;
-    }
     let kubectl = Kubectl::start().await;
     kubectl.file("cm.yaml", CONFIG_MAP);
     assert_eq!(
@@ -239,9 +233,6 @@ async fn apply_client_and_server_side() {
 
 #[tokio::test]
 async fn patch_replace_and_wait() {
-    if !kubectl_available() {
-        return;
-    }
     let kubectl = Kubectl::start().await;
     kubectl.file("cm.yaml", CONFIG_MAP);
     kubectl.file("deploy.yaml", DEPLOYMENT);
@@ -338,9 +329,6 @@ async fn create_owned_pair(kubectl: &Kubectl, owner: &str, dependent: &str) {
 
 #[tokio::test]
 async fn delete_with_each_cascade() {
-    if !kubectl_available() {
-        return;
-    }
     let kubectl = Kubectl::start().await;
     for (cascade, owner, dependent) in [
         ("background", "bg-owner", "bg-dep"),
@@ -351,7 +339,7 @@ async fn delete_with_each_cascade() {
         let out = kubectl
             .ok(&["delete", "cm", owner, &format!("--cascade={cascade}")])
             .await;
-        assert_eq!(out, format!("configmap \"{owner}\" deleted\n"));
+        assert_eq!(out, format!("configmap \"{owner}\" deleted from default namespace\n"));
         let dependent_exists = || async { kubectl.run(&["get", "cm", dependent, "-o", "name"]).await.success };
         if cascade == "orphan" {
             assert!(dependent_exists().await);
@@ -370,9 +358,6 @@ async fn delete_with_each_cascade() {
 
 #[tokio::test]
 async fn watch_prints_new_objects() {
-    if !kubectl_available() {
-        return;
-    }
     let kubectl = Kubectl::start().await;
     kubectl.file(
         "existing.yaml",
@@ -402,9 +387,6 @@ async fn watch_prints_new_objects() {
 
 #[tokio::test]
 async fn custom_resources_with_printer_columns() {
-    if !kubectl_available() {
-        return;
-    }
     let kubectl = Kubectl::start().await;
     kubectl.file("crd.yaml", CRD);
     assert_eq!(
@@ -453,7 +435,10 @@ async fn custom_resources_with_printer_columns() {
         "Error from server (BadRequest): error when creating \"extra.yaml\": Widget in version \"v1\" cannot be handled as a Widget: strict decoding error: unknown field \"spec.shape\"\n"
     );
     let crds = kubectl.ok(&["get", "crd"]).await;
-    assert_eq!(columns(crds.lines().next().unwrap()), ["NAME", "CREATED", "AT"]);
+    assert_eq!(
+        columns(crds.lines().next().unwrap()),
+        ["NAME", "SCOPE", "VERSIONS", "CREATED", "AT"]
+    );
     assert_eq!(
         kubectl.ok(&["delete", "-f", "crd.yaml"]).await,
         "customresourcedefinition.apiextensions.k8s.io \"widgets.example.com\" deleted\n"
@@ -469,9 +454,6 @@ async fn custom_resources_with_printer_columns() {
 
 #[tokio::test]
 async fn restart_with_data_dir_keeps_objects() {
-    if !kubectl_available() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let server = ApiServer::builder().data_dir(Some(data.clone())).build().await.unwrap();
@@ -513,9 +495,6 @@ async fn restart_with_data_dir_keeps_objects() {
 
 #[tokio::test]
 async fn typed_create_commands_send_protobuf() {
-    if !kubectl_available() {
-        return;
-    }
     let kubectl = Kubectl::start().await;
     assert_eq!(
         kubectl

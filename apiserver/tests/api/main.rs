@@ -9,5 +9,6 @@ mod durable;
 mod faults;
 mod gc;
 mod kubectl;
+mod real_server_parity;
 mod server_side_apply;
 mod watch;

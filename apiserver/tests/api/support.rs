@@ -1,7 +1,8 @@
 //! Shared helpers: servers, clients, and a kubectl runner.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use kube::Client;
@@ -60,15 +61,30 @@ pub struct Run {
     pub stderr: String,
 }
 
-/// Whether kubectl can run here; prints why not.
-pub fn kubectl_available() -> bool {
-    match Command::new("kubectl").arg("version").arg("--client").output() {
-        Ok(output) if output.status.success() => true,
-        _ => {
-            eprintln!("kubectl is not installed: skipping kubectl test");
-            false
+/// The kubectl these tests run: the one `tests/kube/build.sh` builds beside the real control plane (the version the
+/// project tests against), else the first on `PATH`. A kubectl that cannot run fails the test with a message naming
+/// the tool and how to get it.
+pub fn kubectl_binary() -> &'static Path {
+    static KUBECTL: OnceLock<PathBuf> = OnceLock::new();
+    KUBECTL.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/kube/build.sh");
+        let built = Command::new(&script)
+            .arg("--print-bin-dir")
+            .output()
+            .ok()
+            .filter(|output| output.status.success())
+            .map(|output| PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()).join("kubectl"))
+            .filter(|kubectl| kubectl.is_file());
+        let kubectl = built.unwrap_or_else(|| PathBuf::from("kubectl"));
+        match Command::new(&kubectl).args(["version", "--client"]).output() {
+            Ok(output) if output.status.success() => kubectl,
+            _ => panic!(
+                "kubectl is needed for these tests and could not run ({}): build it with `make kube-harness` \
+                 (tests/kube/build.sh) or put kubectl on PATH",
+                kubectl.display()
+            ),
         }
-    }
+    })
 }
 
 impl Kubectl {
@@ -101,7 +117,7 @@ impl Kubectl {
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new("kubectl");
+        let mut command = Command::new(kubectl_binary());
         command
             .args(args)
             .env("KUBECONFIG", self.path("kubeconfig"))

@@ -4,6 +4,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+mod columns;
+
+use columns::{AGE_DESCRIPTION, NAME_DESCRIPTION, builtin_columns};
+
 use crate::jsonpath::JsonPath;
 use crate::object;
 use crate::registry::{ResourceInfo, conversion};
@@ -31,172 +35,29 @@ impl IncludeObject {
     }
 }
 
-struct Column {
-    name: &'static str,
-    column_type: &'static str,
-    format: &'static str,
-    priority: i64,
-}
-
-const fn col(name: &'static str, column_type: &'static str) -> Column {
-    Column {
-        name,
-        column_type,
-        format: "",
-        priority: 0,
-    }
-}
-
-const fn wide(name: &'static str) -> Column {
-    Column {
-        name,
-        column_type: "string",
-        format: "",
-        priority: 1,
-    }
-}
-
-const NAME: Column = Column {
-    name: "Name",
-    column_type: "string",
-    format: "name",
-    priority: 0,
-};
-const AGE: Column = col("Age", "string");
-
-fn builtin_columns(info: &ResourceInfo) -> Option<Vec<Column>> {
-    let columns = match (info.group.as_str(), info.kind.as_str()) {
-        ("", "Pod") => vec![
-            NAME,
-            col("Ready", "string"),
-            col("Status", "string"),
-            col("Restarts", "string"),
-            AGE,
-            wide("IP"),
-            wide("Node"),
-            wide("Nominated Node"),
-            wide("Readiness Gates"),
-        ],
-        ("", "Service") => vec![
-            NAME,
-            col("Type", "string"),
-            col("Cluster-IP", "string"),
-            col("External-IP", "string"),
-            col("Port(s)", "string"),
-            AGE,
-            wide("Selector"),
-        ],
-        ("apps", "Deployment") => vec![
-            NAME,
-            col("Ready", "string"),
-            col("Up-to-date", "integer"),
-            col("Available", "integer"),
-            AGE,
-            wide("Containers"),
-            wide("Images"),
-            wide("Selector"),
-        ],
-        ("apps", "ReplicaSet") => vec![
-            NAME,
-            col("Desired", "integer"),
-            col("Current", "integer"),
-            col("Ready", "integer"),
-            AGE,
-            wide("Containers"),
-            wide("Images"),
-            wide("Selector"),
-        ],
-        ("apps", "StatefulSet") => vec![NAME, col("Ready", "string"), AGE, wide("Containers"), wide("Images")],
-        ("apps", "DaemonSet") => vec![
-            NAME,
-            col("Desired", "integer"),
-            col("Current", "integer"),
-            col("Ready", "integer"),
-            col("Up-to-date", "integer"),
-            col("Available", "integer"),
-            col("Node Selector", "string"),
-            AGE,
-            wide("Containers"),
-            wide("Images"),
-            wide("Selector"),
-        ],
-        ("batch", "Job") => vec![
-            NAME,
-            col("Status", "string"),
-            col("Completions", "string"),
-            col("Duration", "string"),
-            AGE,
-            wide("Containers"),
-            wide("Images"),
-            wide("Selector"),
-        ],
-        ("batch", "CronJob") => vec![
-            NAME,
-            col("Schedule", "string"),
-            col("Timezone", "string"),
-            col("Suspend", "boolean"),
-            col("Active", "integer"),
-            col("Last Schedule", "string"),
-            AGE,
-            wide("Containers"),
-            wide("Images"),
-            wide("Selector"),
-        ],
-        ("", "Namespace") => vec![NAME, col("Status", "string"), AGE],
-        ("", "ConfigMap") => vec![NAME, col("Data", "string"), AGE],
-        ("", "Secret") => vec![NAME, col("Type", "string"), col("Data", "string"), AGE],
-        ("", "ServiceAccount") => vec![NAME, col("Secrets", "string"), AGE],
-        (_, "Event") => vec![
-            col("Last Seen", "string"),
-            col("Type", "string"),
-            col("Reason", "string"),
-            col("Object", "string"),
-            wide("Subobject"),
-            wide("Source"),
-            col("Message", "string"),
-            wide("First Seen"),
-            wide("Count"),
-            Column {
-                name: "Name",
-                column_type: "string",
-                format: "name",
-                priority: 1,
-            },
-        ],
-        ("coordination.k8s.io", "Lease") => vec![NAME, col("Holder", "string"), AGE],
-        ("apiextensions.k8s.io", _) => vec![NAME, col("Created At", "date")],
-        _ => return None,
-    };
-    Some(columns)
-}
-
 /// Column definitions for a resource.
 pub fn column_definitions(info: &ResourceInfo) -> Vec<Value> {
     let definition = |name: &str, column_type: &str, format: &str, priority: i64, description: &str| json!({"name": name, "type": column_type, "format": format, "description": description, "priority": priority});
     if let Some(custom) = &info.custom {
-        let mut out = vec![definition(
-            "Name",
-            "string",
-            "name",
-            0,
-            "Name must be unique within a namespace.",
-        )];
+        let mut out = vec![definition("Name", "string", "name", 0, NAME_DESCRIPTION)];
         if custom.printer_columns.is_empty() {
-            out.push(definition(
-                "Age",
-                "date",
-                "",
-                0,
-                "CreationTimestamp is a timestamp representing the server time when this object was created.",
-            ));
+            out.push(definition("Age", "date", "", 0, AGE_DESCRIPTION));
         }
         for column in &custom.printer_columns {
+            let description = if column.description.is_empty() {
+                format!(
+                    "Custom resource definition column (in JSONPath format): {}",
+                    column.json_path
+                )
+            } else {
+                column.description.clone()
+            };
             out.push(definition(
                 &column.name,
                 &column.column_type,
                 &column.format,
                 column.priority,
-                &column.description,
+                &description,
             ));
         }
         return out;
@@ -204,11 +65,11 @@ pub fn column_definitions(info: &ResourceInfo) -> Vec<Value> {
     match builtin_columns(info) {
         Some(columns) => columns
             .iter()
-            .map(|c| definition(c.name, c.column_type, c.format, c.priority, ""))
+            .map(|c| definition(c.name, c.column_type, c.format, c.priority, c.description))
             .collect(),
         None => vec![
-            definition("Name", "string", "name", 0, ""),
-            definition("Created At", "date", "", 0, ""),
+            definition("Name", "string", "name", 0, NAME_DESCRIPTION),
+            definition("Created At", "date", "", 0, AGE_DESCRIPTION),
         ],
     }
 }
@@ -683,9 +544,11 @@ fn builtin_cells(info: &ResourceInfo, object: &Value) -> Vec<Value> {
                 json!(object::path_str(object, &["spec", "schedule"])),
                 or_none(object::path_str(object, &["spec", "timeZone"])),
                 json!(
-                    object::path(object, &["spec", "suspend"])
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false)
+                    match object::path(object, &["spec", "suspend"]).and_then(Value::as_bool) {
+                        Some(true) => "True",
+                        Some(false) => "False",
+                        None => "<unset>",
+                    }
                 ),
                 json!(
                     object::path(object, &["status", "active"])
@@ -708,17 +571,8 @@ fn builtin_cells(info: &ResourceInfo, object: &Value) -> Vec<Value> {
             json!(count_keys(&["data"])),
             json!(age),
         ],
-        ("", "ServiceAccount") => vec![
-            name,
-            json!(
-                object
-                    .get("secrets")
-                    .and_then(Value::as_array)
-                    .map(Vec::len)
-                    .unwrap_or(0)
-            ),
-            json!(age),
-        ],
+        ("", "ServiceAccount") => vec![name, json!(age)],
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => crd_cells(object),
         ("coordination.k8s.io", "Lease") => vec![
             name,
             json!(object::path_str(object, &["spec", "holderIdentity"])),
@@ -726,6 +580,44 @@ fn builtin_cells(info: &ResourceInfo, object: &Value) -> Vec<Value> {
         ],
         _ => vec![name, json!(created.and_then(Value::as_str).unwrap_or(""))],
     }
+}
+
+fn crd_cells(crd: &Value) -> Vec<Value> {
+    let versions: Vec<String> = object::path(crd, &["spec", "versions"])
+        .and_then(Value::as_array)
+        .map(|versions| {
+            versions
+                .iter()
+                .filter(|v| v.get("served").and_then(Value::as_bool) == Some(true))
+                .map(|v| {
+                    let name = v.get("name").and_then(Value::as_str).unwrap_or_default();
+                    if v.get("storage").and_then(Value::as_bool) == Some(true) {
+                        format!("{name}(storage)")
+                    } else {
+                        name.to_string()
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let established = object::path(crd, &["status", "conditions"])
+        .and_then(Value::as_array)
+        .is_some_and(|conditions| {
+            conditions.iter().any(|c| {
+                c.get("type").and_then(Value::as_str) == Some("Established")
+                    && c.get("status").and_then(Value::as_str) == Some("True")
+            })
+        });
+    vec![
+        json!(object::name(crd)),
+        json!(object::path_str(crd, &["spec", "scope"])),
+        json!(versions.join(",")),
+        json!(object::meta_str(crd, "creationTimestamp")),
+        json!(object::path_str(crd, &["spec", "group"])),
+        json!(object::path_str(crd, &["spec", "names", "kind"])),
+        json!(object::string_list(object::path(crd, &["spec", "names", "shortNames"])).join(",")),
+        json!(established),
+    ]
 }
 
 fn custom_cell(column_type: &str, values: &[&Value]) -> Value {
@@ -811,13 +703,7 @@ pub fn table(
 ) -> Value {
     let rows: Vec<Value> = objects
         .iter()
-        .map(|object| {
-            let mut row = json!({"cells": cells(info, object)});
-            if let Some(o) = row_object(info, object, include) {
-                row["object"] = o;
-            }
-            row
-        })
+        .map(|object| json!({"cells": cells(info, object), "object": row_object(info, object, include)}))
         .collect();
     let mut table = json!({
         "kind": "Table",
