@@ -6,6 +6,8 @@ CARGO ?= cargo
 WASM_TARGET := wasm32-wasip2
 WASM_PROFILE := wasm-release
 EXAMPLE_PLUGINS := configmapset webapp
+# Built by `make plugins` too; not run by `make dev`, since it needs a PowerDNS server (docs/plugin-guide.md, 13).
+EXTERNAL_PLUGINS := dnsrecord
 DEV_DIR := .dev
 
 # CI builds in a fresh clone: keep cargo's output outside it so repeated runs reuse builds.
@@ -37,25 +39,33 @@ dev: plugins polyglot build
 	$(CARGO_TARGET_DIR)/debug/wasm-reconciler dev --plugins-dir $(DEV_DIR)/plugins --kubeconfig-out $(DEV_DIR)/kubeconfig $(DEV_ARGS)
 
 ## test: everything CI runs — formatting, lints, every test (unit, plugin, API server, end to end on the embedded
-## API server and again on a real kube-apiserver, and the differential conformance suite of the two servers).
+## API server and again on a real kube-apiserver, the differential conformance suite of the two servers, and the
+## DNSRecord plugin against a real PowerDNS).
 test: toolchain test-tools polyglot kube-harness helm-check
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(MAKE) --no-print-directory unused-deps
 	@mkdir -p $(CARGO_TARGET_DIR)
 	$(CARGO) test --workspace -- --skip real_only:: 2>&1 | tee $(CARGO_TARGET_DIR)/test-output.log
-	$(CARGO) test -p configmapset -p webapp --features configmapset/crd,webapp/crd 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
+	$(CARGO) test -p configmapset -p webapp -p dnsrecord --features configmapset/crd,webapp/crd,dnsrecord/crd 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
 	E2E_SERVER=real $(CARGO) test -p wasm-reconciler-tests -- --skip embedded_only:: --skip differential:: 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
 	@awk '/^test result:/ { passed += $$4; failed += $$6 } END { printf "tests: %d passed, %d failed\n", passed, failed }' $(CARGO_TARGET_DIR)/test-output.log
 
-## test-tools: the Debian packages the checks use (jq, yq, curl, and docker-registry — CNCF Distribution, the OCI
-## registry the registry tests start), installed when missing.
+## test-tools: the Debian packages the checks use, installed when missing: jq, yq, curl; docker-registry (CNCF
+## Distribution, the OCI registry the registry tests start); pdns-server with pdns-backend-sqlite3 and sqlite3 (the
+## PowerDNS server the DNSRecord tests start).
+TEST_TOOLS := jq:jq yq:yq curl:curl docker-registry:docker-registry sqlite3:sqlite3 \
+	/usr/sbin/pdns_server:pdns-server \
+	/usr/share/pdns-backend-sqlite3/schema/schema.sqlite3.sql:pdns-backend-sqlite3
 test-tools:
-	@missing=""; for tool in jq yq curl docker-registry; do command -v $$tool >/dev/null || missing="$$missing $$tool"; done; \
+	@missing=""; for entry in $(TEST_TOOLS); do \
+		tool="$${entry%%:*}"; package="$${entry#*:}"; \
+		case "$$tool" in /*) [ -e "$$tool" ] ;; *) command -v "$$tool" >/dev/null ;; esac || missing="$$missing $$package"; \
+	done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages:$$missing"; \
 		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
-		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq $$missing; \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing; \
 	fi
 
 ## unused-deps: fail on a dependency a crate declares and does not use (cargo-machete, pinned, installed if missing).
@@ -73,8 +83,8 @@ toolchain:
 
 ## plugins: build the example plugins as WebAssembly components.
 plugins: toolchain
-	$(CARGO) build --lib --target $(WASM_TARGET) --profile $(WASM_PROFILE) $(addprefix -p ,$(EXAMPLE_PLUGINS))
-	@for plugin in $(EXAMPLE_PLUGINS); do ls -l $(WASM_OUT)/$$plugin.wasm; done
+	$(CARGO) build --lib --target $(WASM_TARGET) --profile $(WASM_PROFILE) $(addprefix -p ,$(EXAMPLE_PLUGINS) $(EXTERNAL_PLUGINS))
+	@for plugin in $(EXAMPLE_PLUGINS) $(EXTERNAL_PLUGINS); do ls -l $(WASM_OUT)/$$plugin.wasm; done
 
 ## polyglot: the Python and TypeScript SDKs tested and the configmapset plugin built in both (pinned tools, cached).
 polyglot:
@@ -87,7 +97,7 @@ build: toolchain
 
 ## crds: regenerate the example plugins' CRD manifests from their Rust types.
 crds:
-	@for plugin in $(EXAMPLE_PLUGINS); do \
+	@for plugin in $(EXAMPLE_PLUGINS) $(EXTERNAL_PLUGINS); do \
 		$(CARGO) run -q -p $$plugin --features crd --bin $$plugin-crdgen > plugins/$$plugin/crd.yaml; \
 	done
 

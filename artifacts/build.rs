@@ -8,10 +8,13 @@ use std::process::Command;
 const GUESTS: &[(&str, &str)] = &[
     ("CONFIGMAPSET", "configmapset"),
     ("WEBAPP", "webapp"),
+    ("DNSRECORD", "dnsrecord"),
     ("ECHO", "test-guest-echo"),
     ("CHAOS", "test-guest-chaos"),
     ("DESCRIBE_PANICS", "test-guest-describe-panics"),
     ("FUTURE_WIT", "test-guest-future-wit"),
+    ("OUTBOUND", "test-guest-outbound"),
+    ("UNGRANTED", "test-guest-ungranted"),
 ];
 
 /// (constant name, file name) of every guest `make polyglot` builds into `<target>/polyglot/`.

@@ -60,12 +60,23 @@
 )]
 pub mod bindings;
 #[doc(hidden)]
+#[allow(
+    unsafe_code,
+    missing_docs,
+    missing_debug_implementations,
+    unused_qualifications,
+    clippy::all
+)]
+pub mod bindings_v0_2;
+#[doc(hidden)]
 pub mod component;
 mod error;
 pub mod host;
+pub mod http;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native;
 mod outcome;
+pub mod variables;
 pub mod wire;
 mod world_view;
 
@@ -104,6 +115,11 @@ pub trait Reconciler {
 /// the component exports; in a native build it only checks that the type implements [`Reconciler`], so
 /// the same crate builds for unit tests.
 ///
+/// `export_reconciler!(T)` builds against contract 0.1 (`wasm-reconciler:plugin@0.1.0`), which every host
+/// serves. A plugin that sends HTTP requests ([`http`]) or reads [`variables`] builds against contract 0.2
+/// with `export_reconciler!(T, contract = "0.2")`; its host must serve 0.2 and grant it hosts and variables in
+/// its settings.
+///
 /// ```
 /// use wasm_reconciler_sdk::{ControllerSpec, Error, Gvk, Outcome, Reconciler, WorldView};
 ///
@@ -130,6 +146,9 @@ pub trait Reconciler {
 #[macro_export]
 macro_rules! export_reconciler {
     ($reconciler:ty) => {
+        $crate::export_reconciler!($reconciler, contract = "0.1");
+    };
+    ($reconciler:ty, contract = "0.1") => {
         const _: fn() = $crate::component::assert_reconciler::<$reconciler>;
 
         #[cfg(target_arch = "wasm32")]
@@ -138,14 +157,14 @@ macro_rules! export_reconciler {
             struct WasmReconcilerComponent;
 
             impl $crate::bindings::exports::wasm_reconciler::plugin::controller::Guest for WasmReconcilerComponent {
-                fn describe() -> $crate::bindings::exports::wasm_reconciler::plugin::controller::ControllerSpec {
+                fn describe() -> $crate::bindings::wasm_reconciler::plugin::types::ControllerSpec {
                     $crate::component::describe::<$reconciler>()
                 }
 
                 fn reconcile(
-                    view: $crate::bindings::exports::wasm_reconciler::plugin::controller::WorldView,
+                    view: $crate::bindings::wasm_reconciler::plugin::types::WorldView,
                 ) -> ::core::result::Result<
-                    $crate::bindings::exports::wasm_reconciler::plugin::controller::Outcome,
+                    $crate::bindings::wasm_reconciler::plugin::types::Outcome,
                     ::std::string::String,
                 > {
                     $crate::component::reconcile::<$reconciler>(view)
@@ -154,5 +173,39 @@ macro_rules! export_reconciler {
 
     $crate::bindings::export_component!(WasmReconcilerComponent with_types_in $crate::bindings);
         };
+    };
+    ($reconciler:ty, contract = "0.2") => {
+        const _: fn() = $crate::component::assert_reconciler::<$reconciler>;
+
+        #[cfg(target_arch = "wasm32")]
+        #[allow(unsafe_code)]
+        const _: () = {
+            struct WasmReconcilerComponent;
+
+            impl $crate::bindings_v0_2::exports::wasm_reconciler::plugin0_2_0::controller::Guest
+                for WasmReconcilerComponent
+            {
+                fn describe() -> $crate::bindings::wasm_reconciler::plugin::types::ControllerSpec {
+                    $crate::component::describe::<$reconciler>()
+                }
+
+                fn reconcile(
+                    view: $crate::bindings::wasm_reconciler::plugin::types::WorldView,
+                ) -> ::core::result::Result<
+                    $crate::bindings::wasm_reconciler::plugin::types::Outcome,
+                    ::std::string::String,
+                > {
+                    $crate::component::reconcile::<$reconciler>(view)
+                }
+            }
+
+    $crate::bindings_v0_2::export_component_v0_2!(WasmReconcilerComponent with_types_in $crate::bindings_v0_2);
+        };
+    };
+    ($reconciler:ty, contract = $other:literal) => {
+        ::core::compile_error!(::core::concat!(
+            "wasm-reconciler-sdk builds plugins against contract \"0.1\" or \"0.2\", not ",
+            $other
+        ));
     };
 }

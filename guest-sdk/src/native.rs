@@ -7,10 +7,13 @@
 
 use std::cell::{Cell, RefCell};
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use crate::Gvk;
 use crate::host::Level;
+use crate::http::{HttpError, HttpErrorKind, Request, Response};
 
 pub use crate::wire::{describe, reconcile};
 
@@ -27,6 +30,21 @@ pub trait NativeHost {
 
     /// Lists objects as JSON text; `Err` with the host's reason when the call is refused.
     fn list(&self, kind: &Gvk, namespace: Option<&str>, label_selector: Option<&str>) -> Result<Vec<String>, String>;
+
+    /// Sends one HTTP request ([`http`](crate::http), contract 0.2); redirects come back as responses. By default
+    /// every request is denied, as a host with no `allowedOutboundHosts` does.
+    fn http(&self, request: &Request) -> Result<Response, HttpError> {
+        let _ = request;
+        Err(HttpError::new(
+            HttpErrorKind::Denied,
+            "denied: this NativeHost sends no HTTP requests (implement NativeHost::http)",
+        ))
+    }
+
+    /// The value of a variable ([`variables`](crate::variables), contract 0.2); by default none is defined.
+    fn variable(&self, name: &str) -> Result<String, String> {
+        Err(format!("this NativeHost defines no variable {name:?}"))
+    }
 }
 
 thread_local! {
@@ -112,6 +130,22 @@ pub(crate) mod backend {
             host.list(kind, namespace, label_selector)
         })
     }
+
+    pub(crate) fn http(exchange: &crate::http::Exchange<'_>) -> Result<crate::http::Response, crate::http::HttpError> {
+        let request = crate::http::Request {
+            method: exchange.method.clone(),
+            url: exchange.url.to_string(),
+            headers: exchange.headers.to_vec(),
+            body: exchange.body.to_vec(),
+            timeout: exchange.timeout,
+            max_redirects: 0,
+        };
+        with_current_host("http", |host: &dyn NativeHost| host.http(&request))
+    }
+
+    pub(crate) fn variable(name: &str) -> Result<String, String> {
+        with_current_host("variables::get", |host: &dyn NativeHost| host.variable(name))
+    }
 }
 
 /// A [`NativeHost`] serving a fixed set of objects from memory, recording log lines; for plugin unit
@@ -122,6 +156,7 @@ pub(crate) mod backend {
 #[derive(Debug, Default)]
 pub struct MemoryHost {
     objects: Vec<Value>,
+    variables: BTreeMap<String, String>,
     logs: RefCell<Vec<(Level, String)>>,
 }
 
@@ -129,6 +164,12 @@ impl MemoryHost {
     /// An empty host.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Defines a variable [`variables::get`](crate::variables::get) returns.
+    pub fn with_variable(mut self, name: &str, value: &str) -> Self {
+        self.variables.insert(name.to_owned(), value.to_owned());
+        self
     }
 
     /// Adds an object `get` and `list` can see (a JSON object with `apiVersion`, `kind` and `metadata`).
@@ -161,6 +202,13 @@ impl MemoryHost {
 impl NativeHost for MemoryHost {
     fn log(&self, level: Level, message: &str) {
         self.logs.borrow_mut().push((level, message.to_owned()));
+    }
+
+    fn variable(&self, name: &str) -> Result<String, String> {
+        self.variables
+            .get(name)
+            .cloned()
+            .ok_or_else(|| format!("the plugin's settings define no variable {name:?}"))
     }
 
     fn get(&self, kind: &Gvk, namespace: Option<&str>, name: &str) -> Result<Option<String>, String> {

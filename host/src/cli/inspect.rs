@@ -38,6 +38,12 @@ struct Inspection<'a> {
     size_bytes: usize,
     wit: String,
     spec: &'a ControllerSpec,
+    /// It imports `wasi:http/outgoing-handler`: it sends HTTP requests, to the hosts `allowedOutboundHosts` grants.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    outbound_http: bool,
+    /// It imports `variables`: it reads values its settings name under `variables`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    variables: bool,
 }
 
 pub(super) fn run(args: &InspectArgs) -> Result<(), Box<dyn std::error::Error>> {
@@ -54,6 +60,8 @@ pub(super) fn run(args: &InspectArgs) -> Result<(), Box<dyn std::error::Error>> 
         size_bytes: plugin.size(),
         wit: format!("{}@{}", crate::plugin::WIT_PACKAGE, plugin.wit_version()),
         spec: plugin.spec(),
+        outbound_http: plugin.capabilities().outbound_http,
+        variables: plugin.capabilities().variables,
     };
     match args.output {
         Format::Yaml => print!("{}", serde_saphyr::to_string(&inspection)?),

@@ -14,7 +14,7 @@ use tokio::sync::Mutex;
 
 use super::{Controller, ControllerOptions, Logic, StartError, Version};
 use crate::delivery::{InstallError, Installed, Installer, PluginPackage, PluginSettings};
-use crate::plugin::{ControllerSpec, PluginEngine};
+use crate::plugin::{ControllerSpec, Grants, OutboundCounters, PluginEngine, SecretVariables};
 use crate::runtime::Caches;
 use crate::runtime::cache::CacheError;
 use crate::telemetry::Metrics;
@@ -90,10 +90,15 @@ impl Manager {
         let engine = self.engine.clone();
         let plugin_name = name.to_owned();
         let limits = package.settings.limits;
+        let grants = self.grants(name, &package.settings);
         let wasm = package.wasm;
-        let loaded = tokio::task::spawn_blocking(move || engine.load(&plugin_name, &wasm, limits))
-            .await
-            .map_err(|e| InstallError::Interrupted(e.to_string()));
+        let loaded = tokio::task::spawn_blocking(move || {
+            engine
+                .load(&plugin_name, &wasm, limits)
+                .map(|plugin| plugin.with_grants(grants))
+        })
+        .await
+        .map_err(|e| InstallError::Interrupted(e.to_string()));
         let plugin = match loaded.and_then(|r| r.map_err(InstallError::from)) {
             Ok(plugin) => plugin,
             Err(error) => {
@@ -142,6 +147,22 @@ impl Manager {
         let slot = self.start_slot(name, version, sha256, package.config, package.settings, spec);
         slots.insert(name.to_owned(), slot);
         Ok(result)
+    }
+
+    /// What `settings` grant plugin `name` (used by contract 0.2 plugins only): outbound HTTP, variables read from
+    /// Secrets with the host's client, and the counters its requests are recorded in.
+    fn grants(&self, name: &str, settings: &PluginSettings) -> Grants {
+        Grants {
+            outbound: Arc::new(settings.outbound.clone()),
+            counters: self
+                .metrics
+                .as_ref()
+                .map_or_else(OutboundCounters::default, |metrics| metrics.outbound_counters(name)),
+            variables: Arc::new(SecretVariables::new(
+                self.caches.client().clone(),
+                settings.variables.clone(),
+            )),
+        }
     }
 
     /// Counts a version of plugin `name` that was refused before it reached [`Manager::update`] (its package

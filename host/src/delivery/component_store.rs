@@ -9,8 +9,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::artifact::sha256_digest;
 use super::reference::check_digest;
 
-/// How many blobs stay in memory (the most recently used).
+/// How many blobs stay in memory (the most recently used)...
 const MEMORY_ENTRIES: usize = 8;
+/// ... and how many bytes at most: one large component (a Python plugin is ~19 MB); the disk keeps the rest.
+const MEMORY_BYTES: usize = 64 * 1024 * 1024;
 
 /// Blobs by digest.
 #[derive(Debug, Default)]
@@ -74,7 +76,9 @@ impl ComponentStore {
         let mut memory = self.memory.lock().unwrap_or_else(PoisonError::into_inner);
         memory.retain(|(d, _)| d != digest);
         memory.push_back((digest.to_owned(), bytes));
-        while memory.len() > MEMORY_ENTRIES {
+        while memory.len() > MEMORY_ENTRIES
+            || (memory.len() > 1 && memory.iter().map(|(_, b)| b.len()).sum::<usize>() > MEMORY_BYTES)
+        {
             memory.pop_front();
         }
     }
@@ -130,5 +134,18 @@ mod tests {
             .collect();
         assert!(store.get(&digests[0]).is_none(), "the oldest was dropped");
         assert!(store.get(&digests[MEMORY_ENTRIES]).is_some());
+
+        let large = |byte: u8| {
+            let blob = Arc::new(vec![byte; MEMORY_BYTES / 2 + 1]);
+            let digest = sha256_digest(&blob);
+            store.put(&digest, blob);
+            digest
+        };
+        let (first, second) = (large(1), large(2));
+        assert!(
+            store.get(&first).is_none(),
+            "two large blobs do not both stay in memory"
+        );
+        assert!(store.get(&second).is_some());
     }
 }

@@ -206,6 +206,8 @@ const MAX_PAYLOAD_BYTES: i64 = 1024 * 1024;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a read may stall.
 const READ_TIMEOUT: Duration = Duration::from_secs(60);
+/// How many redirects a URL reference may follow.
+const MAX_REDIRECTS: usize = 5;
 /// How often progress is logged during a download.
 const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 
@@ -641,7 +643,26 @@ impl RegistryClient {
     }
 
     fn http_client(&self) -> Result<reqwest::Client> {
+        let options = self.options.clone();
+        // A redirect may not lead from HTTPS to plain HTTP on a host that is not allowed it.
+        let redirects = reqwest::redirect::Policy::custom(move |attempt| {
+            let url = attempt.url();
+            let authority = match (url.host_str(), url.port()) {
+                (Some(host), Some(port)) => format!("{host}:{port}"),
+                (Some(host), None) => host.to_owned(),
+                (None, _) => String::new(),
+            };
+            if url.scheme() == "http" && !options.allows_plain_http(&authority) {
+                let refused = RegistryError::PlainHttp { authority };
+                attempt.error(refused)
+            } else if attempt.previous().len() >= MAX_REDIRECTS {
+                attempt.stop()
+            } else {
+                attempt.follow()
+            }
+        });
         let mut builder = reqwest::Client::builder()
+            .redirect(redirects)
             .connect_timeout(CONNECT_TIMEOUT)
             .read_timeout(READ_TIMEOUT)
             .user_agent(concat!("wasm-reconciler/", env!("CARGO_PKG_VERSION")));

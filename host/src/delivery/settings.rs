@@ -2,11 +2,12 @@
 //! resync, namespaces and, for plugins by reference, the pull secret and refresh interval — parsed with
 //! Kubernetes-style quantities and Go-style durations.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::plugin::Limits;
+use crate::plugin::{HostPattern, Limits, Network, OutboundPolicy, SecretKeyRef, is_variable_name};
 
 /// Settings the host applies to a plugin.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,6 +20,11 @@ pub struct PluginSettings {
     pub resync: Option<Duration>,
     /// Namespaces whose primaries are reconciled (all when `None`).
     pub namespaces: Option<Vec<String>>,
+    /// Where a contract 0.2 plugin may send HTTP requests (`allowedOutboundHosts`, `blockedNetworks`): nowhere by
+    /// default.
+    pub outbound: OutboundPolicy,
+    /// Variables a contract 0.2 plugin may read, each one key of a Secret (`variables`).
+    pub variables: BTreeMap<String, SecretKeyRef>,
     /// A `kubernetes.io/dockerconfigjson` Secret in the host's namespace with the credentials for pulling the
     /// plugin's reference.
     pub pull_secret: Option<String>,
@@ -36,6 +42,8 @@ impl Default for PluginSettings {
             concurrency: 4,
             resync: None,
             namespaces: None,
+            outbound: OutboundPolicy::default(),
+            variables: BTreeMap::new(),
             pull_secret: None,
             refresh_interval: DEFAULT_REFRESH_INTERVAL,
         }
@@ -68,6 +76,12 @@ struct RawSettings {
     concurrency: Option<u32>,
     resync: Option<String>,
     namespaces: Option<Vec<String>>,
+    allowed_outbound_hosts: Option<Vec<String>>,
+    blocked_networks: Option<Vec<String>>,
+    outbound_timeout: Option<String>,
+    outbound_budget: Option<String>,
+    max_response_size: Option<String>,
+    variables: Option<BTreeMap<String, String>>,
     pull_secret: Option<String>,
     refresh_interval: Option<String>,
 }
@@ -182,15 +196,85 @@ impl PluginSettings {
                 every
             }
         };
+        let (outbound, variables) = parse_grants(&raw, &mut limits)?;
         Ok(Self {
             limits,
             concurrency,
             resync,
             namespaces: raw.namespaces,
+            outbound,
+            variables,
             pull_secret: raw.pull_secret,
             refresh_interval,
         })
     }
+}
+
+/// What the settings grant a contract 0.2 plugin: outbound HTTP (with its limits, set into `limits`) and
+/// variables.
+fn parse_grants(
+    raw: &RawSettings,
+    limits: &mut Limits,
+) -> Result<(OutboundPolicy, BTreeMap<String, SecretKeyRef>), SettingsError> {
+    let allowed = raw
+        .allowed_outbound_hosts
+        .iter()
+        .flatten()
+        .map(|pattern| HostPattern::parse(pattern))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| SettingsError::Invalid {
+            key: "allowedOutboundHosts",
+            message: error.to_string(),
+        })?;
+    let blocked = raw
+        .blocked_networks
+        .iter()
+        .flatten()
+        .map(|network| Network::parse(network))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| SettingsError::Invalid {
+            key: "blockedNetworks",
+            message: error.to_string(),
+        })?;
+    for (key, text, field) in [
+        ("outboundTimeout", &raw.outbound_timeout, &mut limits.outbound_timeout),
+        ("outboundBudget", &raw.outbound_budget, &mut limits.outbound_budget),
+    ] {
+        if let Some(text) = text {
+            let duration = parse_duration(text).map_err(|message| SettingsError::Invalid { key, message })?;
+            if duration < Duration::from_millis(1) || duration > Duration::from_secs(600) {
+                return Err(SettingsError::Invalid {
+                    key,
+                    message: "must be between 1ms and 10m".into(),
+                });
+            }
+            *field = duration;
+        }
+    }
+    if let Some(size) = &raw.max_response_size {
+        let bytes = parse_quantity(size).map_err(|message| SettingsError::Invalid {
+            key: "maxResponseSize",
+            message,
+        })?;
+        limits.max_response_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+    }
+    let mut variables = BTreeMap::new();
+    for (name, reference) in raw.variables.iter().flatten() {
+        if !is_variable_name(name) {
+            return Err(SettingsError::Invalid {
+                key: "variables",
+                message: format!(
+                    "{name:?} is not a variable name (a lower-case letter, then lower-case letters, digits, `_`)"
+                ),
+            });
+        }
+        let reference = SecretKeyRef::parse(reference).map_err(|message| SettingsError::Invalid {
+            key: "variables",
+            message: format!("{name}: {message}"),
+        })?;
+        variables.insert(name.clone(), reference);
+    }
+    Ok((OutboundPolicy { allowed, blocked }, variables))
 }
 
 /// `64Mi`, `1Gi`, `500k`, `1048576`.
@@ -292,6 +376,49 @@ mod tests {
         assert!(message("namespaces: []").contains("must list namespace names"));
         assert!(message("pullSecret: Reg_Cred").contains("setting `pullSecret`"));
         assert!(message("refreshInterval: 100ms").contains("must be at least 1s"));
+    }
+
+    #[test]
+    fn outbound_grants_and_variables_parse() {
+        let settings = PluginSettings::parse(
+            "allowedOutboundHosts: [\"http://127.0.0.1:8081\", \"https://*.example.com\"]\n\
+             blockedNetworks: [169.254.0.0/16]\n\
+             outboundTimeout: 2s\noutboundBudget: 20s\nmaxResponseSize: 1Mi\n\
+             variables:\n  api_key: pdns-api/api-key\n  token: dns/other/token\n",
+        )
+        .unwrap();
+        assert_eq!(settings.outbound.allowed.len(), 2);
+        assert_eq!(settings.outbound.allowed[1].as_str(), "https://*.example.com");
+        assert!(settings.outbound.blocking("169.254.169.254".parse().unwrap()).is_some());
+        assert_eq!(settings.limits.outbound_timeout, Duration::from_secs(2));
+        assert_eq!(settings.limits.outbound_budget, Duration::from_secs(20));
+        assert_eq!(settings.limits.max_response_bytes, 1024 * 1024);
+        assert_eq!(settings.variables["api_key"].to_string(), "pdns-api/api-key");
+        assert_eq!(settings.variables["token"].namespace.as_deref(), Some("dns"));
+        let defaults = PluginSettings::default();
+        assert!(defaults.outbound.denies_everything());
+        assert!(defaults.variables.is_empty());
+    }
+
+    #[test]
+    fn the_dnsrecord_example_settings_parse() {
+        let text = include_str!("../../../plugins/dnsrecord/examples/settings.yaml");
+        let settings = PluginSettings::parse(text).unwrap();
+        assert_eq!(settings.outbound.allowed.len(), 1);
+        assert_eq!(settings.outbound.allowed[0].as_str(), "http://127.0.0.1:8081");
+        assert!(settings.outbound.blocking("169.254.169.254".parse().unwrap()).is_some());
+        assert_eq!(settings.limits.outbound_timeout, Duration::from_secs(5));
+        assert_eq!(settings.variables["pdns_api_key"].to_string(), "pdns-api/api-key");
+    }
+
+    #[test]
+    fn broken_grants_say_what_is_wrong() {
+        let message = |text: &str| crate::error_chain(&PluginSettings::parse(text).unwrap_err());
+        assert!(message("allowedOutboundHosts: [example.com]").contains("setting `allowedOutboundHosts`"));
+        assert!(message("blockedNetworks: [10.0.0.0/99]").contains("setting `blockedNetworks`"));
+        assert!(message("outboundBudget: 1h").contains("between 1ms and 10m"));
+        assert!(message("variables: {ApiKey: s/k}").contains("not a variable name"));
+        assert!(message("variables: {api_key: just-a-name}").contains("api_key: \"just-a-name\" is not"));
     }
 
     #[test]

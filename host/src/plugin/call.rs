@@ -6,13 +6,17 @@ use std::time::{Duration, Instant};
 use wasmtime::component::ResourceTable;
 use wasmtime::{Store, Trap, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::engine::PluginEngine;
+use super::grants::Grants;
 use super::host_api::{ClusterReader, MAX_LOG_LINES};
 use super::limits::{Limits, MemoryLimiter};
 use super::load::Plugin;
+use super::outbound::{IoBudgetExhausted, IoClock, OutboundHooks};
 use super::outcome::{self, Outcome};
 use super::output::{CapturedOutput, panic_message};
+use super::variables::VariableSource;
 use super::{ControllerSpec, WorldView, types};
 
 /// Why a reconcile produced no outcome.
@@ -32,6 +36,12 @@ pub enum ReconcileError {
     Timeout {
         /// The deadline in force.
         deadline: Duration,
+    },
+    /// The call spent its whole outbound budget blocked on I/O and was interrupted (contract 0.2).
+    #[error("plugin spent its outbound budget of {budget:?} waiting on I/O")]
+    OutboundBudget {
+        /// The budget in force.
+        budget: Duration,
     },
     /// The plugin tried to grow its memory past the limit.
     #[error("plugin exhausted its memory limit of {limit_bytes} bytes")]
@@ -53,7 +63,7 @@ impl ReconcileError {
         match self {
             Self::Plugin(_) => "PluginError",
             Self::Trap { .. } => "PluginTrapped",
-            Self::Timeout { .. } => "Timeout",
+            Self::Timeout { .. } | Self::OutboundBudget { .. } => "Timeout",
             Self::MemoryExhausted { .. } => "MemoryExhausted",
             Self::InvalidOutcome(_) => "InvalidOutcome",
             Self::Instantiate(_) => "InstantiateFailed",
@@ -72,6 +82,24 @@ pub(crate) struct CallState {
     pub(crate) log_lines: u32,
     stdout: CapturedOutput,
     stderr: CapturedOutput,
+    /// Where `variables.get` reads from (contract 0.2).
+    pub(crate) variables: Arc<dyn VariableSource>,
+    /// Time blocked on I/O, kept out of the deadline.
+    io: IoClock,
+    http: WasiHttpCtx,
+    outbound: OutboundHooks,
+}
+
+impl CallState {
+    /// The call's I/O clock.
+    pub(crate) fn io_clock(&self) -> &IoClock {
+        &self.io
+    }
+
+    /// The resource table with the clock its blocking calls are measured by.
+    pub(crate) fn table_and_clock(&mut self) -> (&mut ResourceTable, &IoClock) {
+        (&mut self.table, &self.io)
+    }
 }
 
 impl WasiView for CallState {
@@ -83,15 +111,28 @@ impl WasiView for CallState {
     }
 }
 
-/// Builds a store that grants the plugin nothing but bounded stdout/stderr, with the limits in force.
+/// `wasi:http` for contract 0.2 plugins; the hooks decide what may be sent (only 0.2 linkers have `wasi:http`).
+impl WasiHttpView for CallState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.outbound,
+        }
+    }
+}
+
+/// Builds a store that grants the plugin nothing but bounded stdout/stderr and what `grants` allows (which only a
+/// contract 0.2 plugin's linker lets it use), with the limits in force.
 ///
-/// Everything the call logs (guest output, `host.log` lines) goes to `tracing` inside the caller's span, which
-/// names the plugin and the object.
+/// Everything the call logs (guest output, `host.log` lines, outbound requests) goes to `tracing` inside the
+/// caller's span, which names the plugin and the object.
 pub(crate) fn new_store(
     engine: &PluginEngine,
     limits: &Limits,
     reader: Arc<dyn ClusterReader>,
     spec: Option<Arc<ControllerSpec>>,
+    grants: &Grants,
 ) -> Store<CallState> {
     let stdout = CapturedOutput::new(limits.max_output_bytes);
     let stderr = CapturedOutput::new(limits.max_output_bytes);
@@ -101,6 +142,14 @@ pub(crate) fn new_store(
         .stderr(stderr.clone())
         .allow_ip_name_lookup(false)
         .build();
+    let io = IoClock::new(limits.outbound_budget);
+    let outbound = OutboundHooks::new(
+        grants.outbound.clone(),
+        grants.counters.clone(),
+        io.clone(),
+        limits.outbound_timeout,
+        limits.max_response_bytes,
+    );
     let state = CallState {
         wasi,
         table: ResourceTable::new(),
@@ -110,15 +159,21 @@ pub(crate) fn new_store(
         log_lines: 0,
         stdout,
         stderr,
+        variables: grants.variables.clone(),
+        io,
+        http: WasiHttpCtx::new(),
+        outbound,
     };
     let mut store = Store::new(&engine.inner.engine, state);
     store.limiter(|state| &mut state.limiter);
     // Ticks can come in a burst when the ticker catches up after the machine stalled it, so reaching the tick
     // count only means "look at the clock": the call is interrupted once the deadline has really passed, never
-    // before, and at most a tick or two after.
-    let ends_at = Instant::now() + limits.deadline;
+    // before, and at most a tick or two after. Time the call spent blocked on I/O moves the deadline out by as
+    // much (it is bounded by the outbound budget instead); it stays zero for a 0.1 plugin, which cannot block.
+    let deadline_from = Instant::now() + limits.deadline;
     store.set_epoch_deadline(PluginEngine::deadline_ticks(limits.deadline));
-    store.epoch_deadline_callback(move |_| {
+    store.epoch_deadline_callback(move |store| {
+        let ends_at = deadline_from + store.data().io.waited();
         let left = ends_at.saturating_duration_since(Instant::now());
         Ok(if left.is_zero() {
             UpdateDeadline::Interrupt
@@ -162,6 +217,14 @@ pub(crate) fn classify(error: wasmtime::Error, state: &CallState, stderr: &str, 
             limit_bytes: limits.memory_bytes,
         };
     }
+    if let Some(exhausted) = error
+        .chain()
+        .find_map(|cause| cause.downcast_ref::<IoBudgetExhausted>())
+    {
+        return ReconcileError::OutboundBudget {
+            budget: exhausted.budget,
+        };
+    }
     match error.downcast_ref::<Trap>() {
         Some(Trap::Interrupt) => ReconcileError::Timeout {
             deadline: limits.deadline,
@@ -180,19 +243,22 @@ impl Plugin {
     pub fn reconcile(&self, view: WorldView, reader: Arc<dyn ClusterReader>) -> Result<Outcome, ReconcileError> {
         let started = Instant::now();
         let view = types::world_view(view);
-        let mut store = new_store(&self.engine, &self.limits, reader, Some(self.spec.clone()));
+        let mut store = new_store(
+            &self.engine,
+            &self.limits,
+            reader,
+            Some(self.spec.clone()),
+            &self.grants,
+        );
         let result = self
             .pre
             .instantiate(&mut store)
             .map_err(ReconcileError::Instantiate)
-            .and_then(|bindings| {
-                bindings
-                    .wasm_reconciler_plugin_controller()
-                    .call_reconcile(&mut store, &view)
-                    .map_err(|error| {
-                        let stderr = drain_output(store.data());
-                        classify(error, store.data(), &stderr, &self.limits)
-                    })
+            .and_then(|instance| {
+                instance.call_reconcile(&mut store, &view).map_err(|error| {
+                    let stderr = drain_output(store.data());
+                    classify(error, store.data(), &stderr, &self.limits)
+                })
             });
         let result = match result {
             Ok(Ok(answer)) => {

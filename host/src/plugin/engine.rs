@@ -10,8 +10,9 @@ use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::artifact_cache::ArtifactCache;
-use super::bindings::Reconciler;
+use super::bindings::{v0_1, v0_2};
 use super::call::CallState;
+use super::outbound::add_timed_io_to_linker;
 
 /// How often the ticker advances the engine's epoch; the granularity of deadlines.
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(5);
@@ -60,7 +61,11 @@ pub struct PluginEngine {
 
 pub(crate) struct EngineInner {
     pub(crate) engine: Engine,
+    /// What a contract 0.1 plugin may import: WASI without network, and the `host` interface.
     pub(crate) linker: Linker<CallState>,
+    /// What a contract 0.2 plugin may import: the same, with timed `wasi:io`, `wasi:http` (each request checked
+    /// against the plugin's grants) and `variables`.
+    pub(crate) linker_v0_2: Linker<CallState>,
     pub(crate) artifacts: Option<ArtifactCache>,
     ticker: EpochTicker,
 }
@@ -97,7 +102,14 @@ impl PluginEngine {
 
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(EngineError::Link)?;
-        Reconciler::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)
+        v0_1::Reconciler::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)
+            .map_err(EngineError::Link)?;
+
+        let mut linker_v0_2 = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker_v0_2).map_err(EngineError::Link)?;
+        add_timed_io_to_linker(&mut linker_v0_2).map_err(EngineError::Link)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker_v0_2).map_err(EngineError::Link)?;
+        v0_2::Reconciler::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker_v0_2, |state| state)
             .map_err(EngineError::Link)?;
 
         let ticker = EpochTicker::start(engine.clone()).map_err(EngineError::Ticker)?;
@@ -106,6 +118,7 @@ impl PluginEngine {
             inner: Arc::new(EngineInner {
                 engine,
                 linker,
+                linker_v0_2,
                 artifacts,
                 ticker,
             }),

@@ -1,6 +1,6 @@
 //! The host side of the `host` WIT interface: logging and read-only cluster access.
 
-use super::bindings::wasm_reconciler::plugin::{host, types as generated};
+use super::bindings::v0_1::wasm_reconciler::plugin::{host, types as generated};
 use super::call::CallState;
 use super::{Gvk, types};
 

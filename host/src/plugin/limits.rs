@@ -9,12 +9,19 @@ use wasmtime::ResourceLimiter;
 pub struct Limits {
     /// Maximum linear memory of the plugin instance, in bytes.
     pub memory_bytes: usize,
-    /// Wall-clock deadline for one call.
+    /// Wall-clock deadline for one call, not counting time a contract 0.2 plugin spends blocked on I/O (waiting
+    /// for an HTTP response, reading its body, reading a variable), which `outbound_budget` bounds instead.
     pub deadline: Duration,
     /// Maximum total size of an outcome's JSON payloads, in bytes.
     pub max_outcome_bytes: usize,
     /// Bytes of guest stdout and of guest stderr kept per call; the rest is dropped.
     pub max_output_bytes: usize,
+    /// Longest one outbound request may take, from sending it to its response headers (contract 0.2).
+    pub outbound_timeout: Duration,
+    /// Total time one call may spend blocked on I/O (contract 0.2); when it runs out the call is interrupted.
+    pub outbound_budget: Duration,
+    /// Largest response body an outbound request accepts, in bytes (contract 0.2).
+    pub max_response_bytes: usize,
 }
 
 impl Default for Limits {
@@ -24,6 +31,9 @@ impl Default for Limits {
             deadline: Duration::from_secs(1),
             max_outcome_bytes: 4 * 1024 * 1024,
             max_output_bytes: 64 * 1024,
+            outbound_timeout: Duration::from_secs(10),
+            outbound_budget: Duration::from_secs(30),
+            max_response_bytes: 4 * 1024 * 1024,
         }
     }
 }

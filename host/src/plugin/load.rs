@@ -6,15 +6,15 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
-use super::bindings::ReconcilerPre;
-use super::call::{CallState, classify, drain_output, new_store};
+use super::bindings::{v0_1, v0_2};
+use super::call::{classify, drain_output, new_store};
+use super::contract::{Capabilities, Contract, EXPORTED_INTERFACE, exported_version, served_versions};
 use super::engine::PluginEngine;
+use super::grants::Grants;
 use super::host_api::NoReads;
+use super::instance::PluginPre;
 use super::limits::Limits;
-use super::{ControllerSpec, Gvk, WIT_PACKAGE, WIT_VERSION, types};
-
-/// The interface every plugin exports.
-const EXPORTED_INTERFACE: &str = "wasm-reconciler:plugin/controller";
+use super::{ControllerSpec, Gvk, WIT_PACKAGE, types};
 
 /// Why bytes could not become a plugin.
 #[derive(Debug, thiserror::Error)]
@@ -38,15 +38,25 @@ pub enum LoadError {
         /// What it does export.
         exports: String,
     },
-    /// A plugin built against another major version of the contract.
+    /// A plugin built against a contract version this host does not serve.
     #[error(
-        "the plugin is built against {WIT_PACKAGE}@{found}, but this host supports {WIT_PACKAGE}@{supported}; rebuild it with a matching wasm-reconciler-sdk"
+        "the plugin is built against {WIT_PACKAGE}@{found}, but this host supports {supported}; rebuild it with a matching wasm-reconciler-sdk"
     )]
     UnsupportedVersion {
         /// The version the plugin targets.
         found: String,
         /// What this host supports.
         supported: String,
+    },
+    /// A contract 0.1 plugin imports what only contract 0.2 grants (outbound HTTP, variables).
+    #[error(
+        "the plugin is built against {WIT_PACKAGE}@{version} but imports `{import}`, which only {WIT_PACKAGE}@0.2 grants; export it for contract 0.2 (Rust SDK: `export_reconciler!(T, contract = \"0.2\")`)"
+    )]
+    NotGranted {
+        /// The version the plugin targets.
+        version: String,
+        /// The import it may not have.
+        import: String,
     },
     /// It imports something the host does not provide.
     #[error("the plugin needs imports this host does not provide")]
@@ -66,12 +76,14 @@ pub type Result<T, E = LoadError> = std::result::Result<T, E>;
 #[derive(Clone)]
 pub struct Plugin {
     pub(crate) engine: PluginEngine,
-    pub(crate) pre: ReconcilerPre<CallState>,
+    pub(crate) pre: PluginPre,
     pub(crate) spec: Arc<ControllerSpec>,
     pub(crate) limits: Limits,
+    pub(crate) grants: Grants,
     name: Arc<str>,
     sha256: Arc<str>,
     wit_version: Arc<str>,
+    capabilities: Capabilities,
     size: usize,
 }
 
@@ -82,6 +94,8 @@ impl std::fmt::Debug for Plugin {
             .field("sha256", &self.sha256)
             .field("spec", &self.spec)
             .field("limits", &self.limits)
+            .field("capabilities", &self.capabilities)
+            .field("grants", &self.grants)
             .finish_non_exhaustive()
     }
 }
@@ -112,9 +126,34 @@ impl Plugin {
         &self.wit_version
     }
 
+    /// The contract version range it is served under.
+    pub fn contract(&self) -> Contract {
+        self.pre.contract()
+    }
+
+    /// What it asks of the host beyond reads and logs (outbound HTTP, variables), from its imports.
+    pub fn capabilities(&self) -> Capabilities {
+        self.capabilities
+    }
+
     /// Size of the component in bytes.
     pub fn size(&self) -> usize {
         self.size
+    }
+
+    /// The same plugin with `grants` in force for its reconciles: where it may send HTTP requests, where its
+    /// variables come from. Only a contract 0.2 plugin can use them; `describe()` never gets them.
+    pub fn with_grants(mut self, grants: Grants) -> Self {
+        if !self.contract().grants_outbound() && !grants.outbound.denies_everything() {
+            tracing::debug!(plugin = %self.name, "outbound grants ignored: the plugin is built against contract 0.1");
+        }
+        self.grants = grants;
+        self
+    }
+
+    /// The grants in force.
+    pub fn grants(&self) -> &Grants {
+        &self.grants
     }
 }
 
@@ -126,19 +165,54 @@ impl PluginEngine {
         check_header(wasm)?;
         let sha256 = hex::encode(Sha256::digest(wasm));
         let component = self.compile(&sha256, wasm)?;
-        let wit_version = self.check_contract_version(&component)?;
-        let instance_pre = self.inner.linker.instantiate_pre(&component).map_err(LoadError::Link)?;
-        let pre = ReconcilerPre::new(instance_pre).map_err(LoadError::Link)?;
+        let (wit_version, contract) = self.check_contract_version(&component)?;
+        let component_type = component.component_type();
+        let imports: Vec<&str> = component_type
+            .imports(&self.inner.engine)
+            .map(|(name, _)| name)
+            .collect();
+        let capabilities = Capabilities::of_imports(imports.iter().copied());
+        if !contract.grants_outbound()
+            && let Some(import) = Capabilities::beyond_v0_1(imports.iter().copied())
+        {
+            return Err(LoadError::NotGranted {
+                version: wit_version,
+                import: import.to_owned(),
+            });
+        }
+        let pre = match contract {
+            Contract::V0_1 => {
+                let instance_pre = self.inner.linker.instantiate_pre(&component).map_err(LoadError::Link)?;
+                PluginPre::V0_1(v0_1::ReconcilerPre::new(instance_pre).map_err(LoadError::Link)?)
+            }
+            Contract::V0_2 => {
+                let instance_pre = self
+                    .inner
+                    .linker_v0_2
+                    .instantiate_pre(&component)
+                    .map_err(LoadError::Link)?;
+                PluginPre::V0_2(v0_2::ReconcilerPre::new(instance_pre).map_err(LoadError::Link)?)
+            }
+        };
         let spec = self.describe(name, &pre, &limits)?;
-        tracing::debug!(plugin = name, sha256 = %sha256, wit_version = %wit_version, "plugin loaded");
+        tracing::debug!(
+            plugin = name,
+            sha256 = %sha256,
+            wit_version = %wit_version,
+            outbound_http = capabilities.outbound_http,
+            variables = capabilities.variables,
+            "plugin loaded"
+        );
         Ok(Plugin {
             engine: self.clone(),
             pre,
             spec: Arc::new(spec),
             limits,
+            grants: Grants::default(),
             name: name.into(),
             sha256: sha256.into(),
             wit_version: wit_version.into(),
+            capabilities,
             size: wasm.len(),
         })
     }
@@ -158,16 +232,16 @@ impl PluginEngine {
         Component::new(&self.inner.engine, wasm).map_err(LoadError::Compile)
     }
 
-    fn check_contract_version(&self, component: &Component) -> Result<String> {
+    fn check_contract_version(&self, component: &Component) -> Result<(String, Contract)> {
         let component_type = component.component_type();
         let exports: Vec<&str> = component_type
             .exports(&self.inner.engine)
             .map(|(name, _)| name)
             .collect();
-        let Some(version) = exports.iter().find_map(|name| {
-            let rest = name.strip_prefix(EXPORTED_INTERFACE)?;
-            Some(rest.strip_prefix('@').unwrap_or("").to_string())
-        }) else {
+        let Some(version) = exports
+            .iter()
+            .find_map(|name| exported_version(name).map(str::to_owned))
+        else {
             let exports = if exports.is_empty() {
                 "nothing".to_string()
             } else {
@@ -175,21 +249,21 @@ impl PluginEngine {
             };
             return Err(LoadError::NotAPlugin { exports });
         };
-        if !is_compatible(&version, WIT_VERSION) {
-            return Err(LoadError::UnsupportedVersion {
+        match Contract::of_version(&version) {
+            Some(contract) => Ok((version, contract)),
+            None => Err(LoadError::UnsupportedVersion {
                 found: version,
-                supported: supported_range(),
-            });
+                supported: served_versions(),
+            }),
         }
-        Ok(version)
     }
 
-    fn describe(&self, name: &str, pre: &ReconcilerPre<CallState>, limits: &Limits) -> Result<ControllerSpec> {
+    fn describe(&self, name: &str, pre: &PluginPre, limits: &Limits) -> Result<ControllerSpec> {
         let _span = tracing::info_span!("describe", plugin = name).entered();
-        let mut store = new_store(self, limits, Arc::new(NoReads), None);
+        let mut store = new_store(self, limits, Arc::new(NoReads), None, &Grants::default());
         let answer = pre
             .instantiate(&mut store)
-            .and_then(|bindings| bindings.wasm_reconciler_plugin_controller().call_describe(&mut store))
+            .and_then(|instance| instance.call_describe(&mut store))
             .map_err(|error| {
                 let stderr = drain_output(store.data());
                 LoadError::Describe(classify(error, store.data(), &stderr, limits))
@@ -213,28 +287,6 @@ fn check_header(wasm: &[u8]) -> Result<()> {
         [1, 0, 0, 0] => Err(LoadError::CoreModule),
         [_, _, 1, 0] => Ok(()),
         _ => Err(LoadError::NotWasm("unknown WebAssembly binary version".into())),
-    }
-}
-
-/// Semver compatibility: same major, or for 0.x the same minor.
-fn is_compatible(found: &str, supported: &str) -> bool {
-    let parse = |v: &str| -> Option<(u64, u64)> {
-        let mut parts = v.split(['.', '-', '+']);
-        Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
-    };
-    match (parse(found), parse(supported)) {
-        (Some((0, found_minor)), Some((0, supported_minor))) => found_minor == supported_minor,
-        (Some((found_major, _)), Some((supported_major, _))) => found_major == supported_major,
-        _ => false,
-    }
-}
-
-fn supported_range() -> String {
-    let mut parts = WIT_VERSION.split('.');
-    match (parts.next(), parts.next()) {
-        (Some("0"), Some(minor)) => format!("0.{minor}.x"),
-        (Some(major), _) => format!("{major}.x"),
-        _ => WIT_VERSION.to_string(),
     }
 }
 
@@ -307,17 +359,6 @@ mod tests {
         assert!(matches!(check_header(b"hello world"), Err(LoadError::NotWasm(m)) if m.contains("68 65 6c 6c")));
         assert!(matches!(check_header(b"\0asm\x01\0\0\0"), Err(LoadError::CoreModule)));
         assert!(check_header(b"\0asm\x0d\0\x01\0").is_ok());
-    }
-
-    #[test]
-    fn version_compatibility_follows_semver() {
-        assert!(is_compatible("0.1.0", "0.1.0"));
-        assert!(is_compatible("0.1.7", "0.1.0"));
-        assert!(!is_compatible("0.2.0", "0.1.0"));
-        assert!(!is_compatible("1.0.0", "0.1.0"));
-        assert!(is_compatible("1.4.0", "1.0.0"));
-        assert!(!is_compatible("", "0.1.0"));
-        assert_eq!(supported_range(), "0.1.x");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The host side of the `types` WIT interface: the generated records to and from the contract's records
 //! (`wasm-reconciler-contract`), the host's only conversion between the two.
 
-use super::bindings::wasm_reconciler::plugin::types as generated;
+use super::bindings::v0_1::wasm_reconciler::plugin::types as generated;
 use super::{Condition, ConditionStatus, ControllerSpec, Event, EventType, Gvk, WorldView};
 
 impl generated::Host for super::call::CallState {}

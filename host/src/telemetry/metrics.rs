@@ -12,6 +12,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
+use crate::plugin::OutboundCounters;
 use crate::runtime::{Completion, QueueMetrics};
 
 /// Prefix of every metric name (`wasm_reconciler_reconcile_total`, ...).
@@ -34,6 +35,9 @@ const RECONCILE_RESULTS: [&str; 3] = ["success", "error", "conflict"];
 
 /// Label values of `wasm_reconciler_plugin_loads_total`.
 const LOAD_RESULTS: [&str; 2] = ["loaded", "refused"];
+
+/// Label values of `wasm_reconciler_outbound_requests_total`.
+const OUTBOUND_RESULTS: [&str; 3] = ["sent", "denied", "failed"];
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct PluginLabels {
@@ -95,6 +99,7 @@ struct MetricsInner {
     plugin_info: Family<PluginInfoLabels, Gauge>,
     plugin_timeouts: Family<PluginLabels, Counter>,
     plugin_memory_exhausted: Family<PluginLabels, Counter>,
+    outbound_requests: Family<PluginResultLabels, Counter>,
     leader: Gauge,
     cache_objects: Family<KindLabels, Gauge>,
     series: Mutex<HashMap<String, PluginSeries>>,
@@ -178,6 +183,12 @@ impl Metrics {
             "Reconciles that hit the plugin's memory limit",
             plugin_memory_exhausted.clone(),
         );
+        let outbound_requests = Family::default();
+        registry.register(
+            "outbound_requests",
+            "Outbound HTTP requests of contract 0.2 plugins, by plugin and result (sent, denied, failed)",
+            outbound_requests.clone(),
+        );
         let leader = Gauge::default();
         registry.register(
             "leader",
@@ -203,6 +214,7 @@ impl Metrics {
                 plugin_info,
                 plugin_timeouts,
                 plugin_memory_exhausted,
+                outbound_requests,
                 leader,
                 cache_objects,
                 series: Mutex::new(HashMap::new()),
@@ -270,6 +282,25 @@ impl Metrics {
         }
     }
 
+    /// The series `plugin`'s outbound requests count into (`outbound_requests_total` by result), all present from
+    /// now on, at zero until a request is recorded.
+    pub fn outbound_counters(&self, plugin: &str) -> OutboundCounters {
+        let counter = |result| {
+            self.inner
+                .outbound_requests
+                .get_or_create(&PluginResultLabels {
+                    plugin: plugin.to_owned(),
+                    result,
+                })
+                .clone()
+        };
+        OutboundCounters {
+            sent: counter(OUTBOUND_RESULTS[0]),
+            denied: counter(OUTBOUND_RESULTS[1]),
+            failed: counter(OUTBOUND_RESULTS[2]),
+        }
+    }
+
     /// Counts a plugin version that was validated: `loaded` when it now serves, `refused` when it was rejected.
     pub fn record_plugin_load(&self, plugin: &str, loaded: bool) {
         let result = if loaded { LOAD_RESULTS[0] } else { LOAD_RESULTS[1] };
@@ -320,6 +351,12 @@ impl Metrics {
         }
         for result in LOAD_RESULTS {
             inner.plugin_loads.remove(&PluginResultLabels {
+                plugin: plugin.to_owned(),
+                result,
+            });
+        }
+        for result in OUTBOUND_RESULTS {
+            inner.outbound_requests.remove(&PluginResultLabels {
                 plugin: plugin.to_owned(),
                 result,
             });
@@ -400,6 +437,35 @@ mod tests {
     fn has_series_of(metrics: &Metrics, plugin: &str) -> bool {
         let label = format!("plugin=\"{plugin}\"");
         samples(metrics).iter().any(|line| line.contains(&label))
+    }
+
+    #[test]
+    fn outbound_requests_count_by_result_from_zero_and_go_with_the_plugin() {
+        let metrics = Metrics::new();
+        let counters = metrics.outbound_counters("dns");
+        assert!(has_sample(
+            &metrics,
+            r#"wasm_reconciler_outbound_requests_total{plugin="dns",result="denied"} 0"#
+        ));
+        counters.denied.inc();
+        counters.sent.inc();
+        counters.sent.inc();
+        assert!(has_sample(
+            &metrics,
+            r#"wasm_reconciler_outbound_requests_total{plugin="dns",result="denied"} 1"#
+        ));
+        assert!(has_sample(
+            &metrics,
+            r#"wasm_reconciler_outbound_requests_total{plugin="dns",result="sent"} 2"#
+        ));
+        // A later version of the plugin counts into the same series.
+        metrics.outbound_counters("dns").failed.inc();
+        assert!(has_sample(
+            &metrics,
+            r#"wasm_reconciler_outbound_requests_total{plugin="dns",result="failed"} 1"#
+        ));
+        metrics.forget_plugin("dns");
+        assert!(!has_series_of(&metrics, "dns"));
     }
 
     #[test]

@@ -46,7 +46,7 @@ fn inspect_refuses_an_unsupported_contract_with_a_clear_message() {
     assert!(!output.status.success());
     let stderr = text(&output.stderr);
     assert!(
-        stderr.contains("built against wasm-reconciler:plugin@0.2.0"),
+        stderr.contains("built against wasm-reconciler:plugin@0.3.0"),
         "{stderr}"
     );
 }

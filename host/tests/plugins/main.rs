@@ -3,6 +3,7 @@
 
 mod cli;
 mod misbehaving;
+mod outbound;
 mod polyglot;
 mod render_golden;
 mod round_trip;

@@ -1,0 +1,162 @@
+//! The contract versions this host serves, which one a component is built against (read from the version of the
+//! `controller` interface it exports), and what it asks of the host beyond its contract (read from its imports).
+//!
+//! The rule (see `wit/v0.2/reconciler.wit`): the package version is the contract version; a host serves every
+//! plugin of a major version it supports (for 0.x, of a minor version it supports) and refuses others with a
+//! message naming the version found and the versions served. This host serves 0.1.x and 0.2.x.
+
+use std::fmt;
+
+use super::WIT_PACKAGE;
+
+/// The interface every plugin exports, whatever its contract version.
+pub(crate) const EXPORTED_INTERFACE: &str = "wasm-reconciler:plugin/controller";
+/// Where a component's import of outbound HTTP is named.
+const OUTBOUND_HTTP_IMPORT: &str = "wasi:http/outgoing-handler";
+/// Every `wasi:http` interface; the host links them for contract 0.2 plugins only.
+const HTTP_PACKAGE: &str = "wasi:http/";
+/// Where a component's import of variables is named.
+const VARIABLES_IMPORT: &str = "wasm-reconciler:plugin/variables";
+
+/// A contract version this host serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Contract {
+    /// `wasm-reconciler:plugin@0.1.x`: reads and logs only.
+    V0_1,
+    /// `wasm-reconciler:plugin@0.2.x`: 0.1 plus variables and outbound HTTP, granted per plugin.
+    V0_2,
+}
+
+impl Contract {
+    /// Every version served, oldest first.
+    pub const SERVED: [Self; 2] = [Self::V0_1, Self::V0_2];
+
+    /// The served version `version` (`0.2.0`, `0.2.3`) belongs to, following semver: for 0.x the same minor
+    /// version, else the same major version.
+    pub fn of_version(version: &str) -> Option<Self> {
+        let mut parts = version.split(['.', '-', '+']);
+        let major: u64 = parts.next()?.parse().ok()?;
+        let minor: u64 = parts.next()?.parse().ok()?;
+        match (major, minor) {
+            (0, 1) => Some(Self::V0_1),
+            (0, 2) => Some(Self::V0_2),
+            _ => None,
+        }
+    }
+
+    /// The versions it covers: `0.1.x`.
+    pub fn range(self) -> &'static str {
+        match self {
+            Self::V0_1 => "0.1.x",
+            Self::V0_2 => "0.2.x",
+        }
+    }
+
+    /// Whether a plugin of this version may be granted outbound HTTP and variables.
+    pub fn grants_outbound(self) -> bool {
+        matches!(self, Self::V0_2)
+    }
+}
+
+impl fmt::Display for Contract {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{WIT_PACKAGE}@{}", self.range())
+    }
+}
+
+/// `wasm-reconciler:plugin@0.1.x and wasm-reconciler:plugin@0.2.x`.
+pub(crate) fn served_versions() -> String {
+    Contract::SERVED
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(" and ")
+}
+
+/// The contract version in the name of a `controller` export, `Some("")` for an unversioned one.
+pub(crate) fn exported_version(export: &str) -> Option<&str> {
+    let rest = export.strip_prefix(EXPORTED_INTERFACE)?;
+    Some(rest.strip_prefix('@').unwrap_or(""))
+}
+
+/// What a component asks of the host beyond reads and logs, from its imports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Capabilities {
+    /// It imports `wasi:http/outgoing-handler`: it wants to send HTTP requests.
+    pub outbound_http: bool,
+    /// It imports `variables`: it wants values from its settings' Secrets.
+    pub variables: bool,
+}
+
+impl Capabilities {
+    /// Reads them from a component's import names.
+    pub(crate) fn of_imports<'a>(imports: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut capabilities = Self::default();
+        for import in imports {
+            capabilities.outbound_http |= import.starts_with(OUTBOUND_HTTP_IMPORT);
+            capabilities.variables |= import.starts_with(VARIABLES_IMPORT);
+        }
+        capabilities
+    }
+
+    /// The first import a contract 0.1 plugin may not have, named as the component imports it.
+    pub(crate) fn beyond_v0_1<'a>(imports: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+        imports
+            .into_iter()
+            .find(|import| import.starts_with(HTTP_PACKAGE) || import.starts_with(VARIABLES_IMPORT))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_map_to_what_the_host_serves() {
+        assert_eq!(Contract::of_version("0.1.0"), Some(Contract::V0_1));
+        assert_eq!(Contract::of_version("0.1.7"), Some(Contract::V0_1));
+        assert_eq!(Contract::of_version("0.2.0"), Some(Contract::V0_2));
+        assert_eq!(Contract::of_version("0.2.1-rc.1"), Some(Contract::V0_2));
+        assert_eq!(Contract::of_version("0.3.0"), None);
+        assert_eq!(Contract::of_version("1.0.0"), None);
+        assert_eq!(Contract::of_version(""), None);
+        assert_eq!(
+            served_versions(),
+            "wasm-reconciler:plugin@0.1.x and wasm-reconciler:plugin@0.2.x"
+        );
+    }
+
+    #[test]
+    fn exports_name_their_version() {
+        assert_eq!(
+            exported_version("wasm-reconciler:plugin/controller@0.2.0"),
+            Some("0.2.0")
+        );
+        assert_eq!(exported_version("wasm-reconciler:plugin/controller"), Some(""));
+        assert_eq!(exported_version("wasi:cli/run@0.2.0"), None);
+    }
+
+    #[test]
+    fn capabilities_come_from_imports() {
+        let imports = [
+            "wasi:io/poll@0.2.12",
+            "wasi:http/outgoing-handler@0.2.12",
+            "wasm-reconciler:plugin/variables@0.2.0",
+        ];
+        assert_eq!(
+            Capabilities::of_imports(imports),
+            Capabilities {
+                outbound_http: true,
+                variables: true
+            }
+        );
+        assert_eq!(
+            Capabilities::beyond_v0_1(imports),
+            Some("wasi:http/outgoing-handler@0.2.12")
+        );
+        assert_eq!(
+            Capabilities::of_imports(["wasi:io/poll@0.2.12"]),
+            Capabilities::default()
+        );
+    }
+}
