@@ -2,6 +2,7 @@
 
 mod dev;
 mod inspect;
+mod new;
 mod pack;
 mod push;
 mod render;
@@ -78,6 +79,10 @@ pub enum PluginCommand {
     Verify(sign::VerifyArgs),
     /// Generate an ECDSA P-256 key pair for signing plugins.
     GenerateKey(sign::GenerateKeyArgs),
+    /// Start a plugin project in Rust, Python or TypeScript: a reconciler for a kind, its unit tests, the kind's
+    /// CRD, a world fixture with its expected outcome, a Makefile (`make test`, `make build`, `make check`) and a
+    /// README.
+    New(new::NewArgs),
 }
 
 /// Sandbox limits settable on the command line.
@@ -138,6 +143,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Plugin(PluginCommand::Sign(args)) => block_on(async move { sign::sign(&args).await }),
         Command::Plugin(PluginCommand::Verify(args)) => block_on(async move { sign::verify(&args).await }),
         Command::Plugin(PluginCommand::GenerateKey(args)) => sign::generate_key(&args),
+        Command::Plugin(PluginCommand::New(args)) => new::run(&args),
         Command::Render(args) => render::run(&args),
         Command::Run(args) => block_on(run::run(args)),
         Command::Dev(args) => block_on(dev::run(args)),

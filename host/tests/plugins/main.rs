@@ -7,6 +7,7 @@ mod outbound;
 mod polyglot;
 mod render_golden;
 mod round_trip;
+mod scaffold;
 
 use std::sync::{Arc, OnceLock};
 
