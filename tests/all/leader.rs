@@ -265,18 +265,23 @@ async fn a_crashed_leader_is_replaced_once_its_lease_expires() -> anyhow::Result
     // Nothing released the Lease: it still names the crashed replica until it expires.
     assert_eq!(lease(&client).await.as_ref().and_then(holder), Some(crashed));
 
+    // Takeover is the rest of the crashed leader's term (up to the 15 s lease duration), up to 1 s of the lease
+    // manager's jitter, then the successor's start: plugin compiled, caches listed and watched, one reconcile.
+    // Measured 14-15 s on an idle machine; the bound leaves room for a 2-core machine running other tests and a
+    // real control plane beside this one.
+    const TAKEOVER: Duration = Duration::from_secs(40);
     create_echo(&echoes, "after-crash").await?;
     wait_for_echo(
         &echoes,
         "after-crash",
-        Duration::from_secs(25),
+        TAKEOVER.saturating_sub(crashed_at.elapsed()),
         "the successor to reconcile",
         |config| config["greeting"] == "hello",
     )
     .await;
     let takeover = crashed_at.elapsed();
     println!("after a crash, the successor converged a new object in {takeover:?}");
-    assert!(takeover < Duration::from_secs(25), "takeover took {takeover:?}");
+    assert!(takeover < TAKEOVER, "takeover took {takeover:?}");
 
     let successor = lease(&client).await.expect("the Lease exists");
     assert_eq!(holder(&successor), Some(standby.identity));
