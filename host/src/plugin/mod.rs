@@ -43,6 +43,7 @@ pub use outbound::{HostPattern, Network, OutboundCounters, OutboundPolicy};
 pub use outcome::Outcome;
 pub use secrets::SecretVariables;
 pub use variables::{FixedVariables, NoVariables, SecretKeyRef, VariableSource, is_variable_name};
+pub(crate) use variables::{is_dns_label, is_dns_subdomain};
 pub use wasm_reconciler_contract::{
     Condition, ConditionStatus, ControllerSpec, Event, EventType, Gvk, RECONCILED_CONDITION, WIT_PACKAGE, WIT_VERSION,
     WorldView,

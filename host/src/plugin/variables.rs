@@ -64,7 +64,8 @@ impl fmt::Display for SecretKeyRef {
     }
 }
 
-fn is_dns_label(text: &str) -> bool {
+/// RFC 1123 label: 1–63 lowercase alphanumerics or '-', alphanumeric at both ends.
+pub(crate) fn is_dns_label(text: &str) -> bool {
     !text.is_empty()
         && text.len() <= 63
         && text
@@ -74,7 +75,8 @@ fn is_dns_label(text: &str) -> bool {
         && !text.ends_with('-')
 }
 
-fn is_dns_subdomain(text: &str) -> bool {
+/// RFC 1123 subdomain: at most 253 characters of dot-separated labels.
+pub(crate) fn is_dns_subdomain(text: &str) -> bool {
     text.len() <= 253 && text.split('.').all(is_dns_label)
 }
 

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::plugin::{is_dns_label, is_dns_subdomain};
+
 /// Why a name or a kind cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NameError {
@@ -209,22 +211,6 @@ impl fmt::Display for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}/{}", self.group, self.version, self.kind)
     }
-}
-
-/// RFC 1123 label: 1–63 lowercase alphanumerics or '-', alphanumeric at both ends.
-fn is_dns_label(text: &str) -> bool {
-    !text.is_empty()
-        && text.len() <= 63
-        && text
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !text.starts_with('-')
-        && !text.ends_with('-')
-}
-
-/// RFC 1123 subdomain: at most 253 characters of dot-separated labels.
-fn is_dns_subdomain(text: &str) -> bool {
-    text.len() <= 253 && text.split('.').all(is_dns_label)
 }
 
 #[cfg(test)]
