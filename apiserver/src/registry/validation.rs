@@ -9,26 +9,8 @@ use super::ResourceInfo;
 use crate::error::FieldViolation;
 use crate::go_format;
 use crate::object;
+use crate::schema::OBJECT_META_FIELDS;
 use crate::selector::LabelSelector;
-
-/// The fields of `metav1.ObjectMeta`.
-const OBJECT_META_FIELDS: &[&str] = &[
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
 
 /// The top-level fields of a built-in kind (in storage form), besides `apiVersion`, `kind` and `metadata`.
 fn top_level_fields(info: &ResourceInfo) -> &'static [&'static str] {

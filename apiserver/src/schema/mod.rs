@@ -53,6 +53,7 @@ use serde_json::Value;
 pub use field_error::{
     FieldError, FieldErrorKind, invalid_message, strict_decoding_error, strict_decoding_message, unknown_field_warning,
 };
+pub(crate) use object_meta::OBJECT_META_FIELDS;
 pub(crate) use object_meta::decode_problem as metadata_decode_problem;
 pub use object_meta::{
     NameRule, dns1035_label_errors, dns1123_label_errors, dns1123_subdomain_errors, label_value_errors,
