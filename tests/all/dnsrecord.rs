@@ -15,12 +15,9 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::discovery::ApiResource;
 use serde_json::{Value, json};
-use tokio::sync::watch;
-use wasm_reconciler::cli::serve::{HostOptions, serve};
+use wasm_reconciler::cli::serve::HostOptions;
 
-use crate::harness::{
-    Cluster, Host, PluginFiles, client_from_kubeconfig, condition, example_crd, wait_for, write_plugin,
-};
+use crate::harness::{Cluster, Host, PluginFiles, condition, example_crd, wait_for, write_plugin};
 use crate::kinds::{
     CONVERGE, create_when_served, events_about, failed_with, namespaced, occurrences, reconciled, wait_event,
     wait_gone, wait_object,
@@ -356,63 +353,25 @@ impl CapturedLogs {
 }
 
 /// A host on a runtime of its own whose every thread logs at `trace` into `logs`.
-struct LoggedHost {
-    runtime: Option<tokio::runtime::Runtime>,
-    stop: watch::Sender<bool>,
-    task: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
-}
-
-impl LoggedHost {
-    fn start(kubeconfig: &Path, options: HostOptions, logs: &CapturedLogs) -> anyhow::Result<Self> {
-        let writer = logs.clone();
-        let dispatch = tracing::Dispatch::new(
-            tracing_subscriber::fmt()
-                .with_env_filter(tracing_subscriber::EnvFilter::new("trace"))
-                .with_ansi(false)
-                .with_writer(move || writer.clone())
-                .finish(),
-        );
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("logged-host")
-            .on_thread_start(move || {
-                // Kept for the thread's whole life: every log line of the host on it is captured.
-                std::mem::forget(tracing::dispatcher::set_default(&dispatch));
-            })
-            .enable_all()
-            .build()?;
-        let kubeconfig = kubeconfig.to_path_buf();
-        let (stop, mut stopped) = watch::channel(false);
-        let task = runtime.spawn(async move {
-            let client = client_from_kubeconfig(&kubeconfig).await?;
-            serve(client, options, async move {
-                let _ = stopped.wait_for(|stop| *stop).await;
-            })
-            .await
-            .map_err(anyhow::Error::from)
-        });
-        Ok(Self {
-            runtime: Some(runtime),
-            stop,
-            task: Some(task),
+fn logged_host(kubeconfig: &Path, options: HostOptions, logs: &CapturedLogs) -> anyhow::Result<Host> {
+    let writer = logs.clone();
+    let dispatch = tracing::Dispatch::new(
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new("trace"))
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish(),
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("logged-host")
+        .on_thread_start(move || {
+            // Kept for the thread's whole life: every log line of the host on it is captured.
+            std::mem::forget(tracing::dispatcher::set_default(&dispatch));
         })
-    }
-
-    async fn stop(mut self) -> anyhow::Result<()> {
-        let _ = self.stop.send(true);
-        if let Some(task) = self.task.take() {
-            tokio::time::timeout(Duration::from_secs(30), task).await???;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for LoggedHost {
-    fn drop(&mut self) {
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
-    }
+        .enable_all()
+        .build()?;
+    Ok(Host::start_on(runtime, kubeconfig, options))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -422,7 +381,7 @@ async fn the_api_key_appears_in_no_log_event_status_or_metric() -> anyhow::Resul
     let mut setup = Setup::start(api_key).await?;
     let logs = CapturedLogs::default();
     let telemetry = free_local_addr();
-    let host = LoggedHost::start(
+    let host = logged_host(
         &setup.cluster.kubeconfig,
         HostOptions {
             metrics_addr: Some(telemetry),

@@ -352,6 +352,12 @@ impl Host {
             .thread_name("test-host")
             .enable_all()
             .build()?;
+        Ok(Self::start_on(runtime, kubeconfig, options))
+    }
+
+    /// Starts a host with `options` on `runtime` (which it owns from then on), its client built from
+    /// `kubeconfig`.
+    pub fn start_on(runtime: tokio::runtime::Runtime, kubeconfig: &Path, options: HostOptions) -> Self {
         let kubeconfig = kubeconfig.to_path_buf();
         let (stop, mut stopped) = watch::channel(false);
         let task = runtime.spawn(async move {
@@ -363,11 +369,11 @@ impl Host {
             .await
             .map_err(anyhow::Error::from)
         });
-        Ok(Self {
+        Self {
             runtime: Some(runtime),
             stop,
             task: Some(task),
-        })
+        }
     }
 
     /// Options for a host reconciling the plugins of `plugins_dir` (CRDs installed), without leader election.
