@@ -30,7 +30,13 @@ done
 stamp=$( (cd "$sdk" && find src test bin wit package.json package-lock.json tsconfig.json -type f -print0 | sort -z | xargs -0 sha256sum;
           cd "$here" && find src test package.json package-lock.json tsconfig.json -type f -print0 | sort -z | xargs -0 sha256sum;
           cd "$here/../configmapset/fixtures" && sha256sum ./*) | sha256sum | cut -d' ' -f1)
+# The component may be cached outside this checkout (CI keeps it with cargo's target directory); the SDK's compiled
+# JavaScript, which scaffolded TypeScript projects link to, lives in the checkout and is built here when missing.
 if [[ -f "$component" && "$(cat "$component.stamp" 2>/dev/null)" == "$stamp" ]]; then
+  if [[ ! -f "$sdk/dist/src/index.js" ]]; then
+    echo "typescript: compiling the SDK in $sdk"
+    (cd "$sdk" && npm run --silent build)
+  fi
   echo "typescript: $component is up to date"
   exit 0
 fi
