@@ -118,6 +118,12 @@ bench: toolchain
 PEERS_CACHE ?= $(HOME)/.cache/wasm-reconciler/peers
 PEERS_ARGS ?=
 
+.PHONY: bench-scaling
+## bench-scaling: converge time at 1,000, 10,000 and 30,000 ConfigMapSets, wasm and native (docs/benchmarks/scaling.md; CONVERGE_SCALING=1000,5000 CONVERGE_ROUNDS=3 etc.).
+bench-scaling: toolchain
+	CONVERGE_SCALING=$${CONVERGE_SCALING:-1000,10000,30000} CONVERGE_ROUNDS=$${CONVERGE_ROUNDS:-1} \
+		$(CARGO) bench -p wasm-reconciler --bench converge
+
 .PHONY: bench-peers
 ## bench-peers: the configmapset controller as a wasm plugin, in kube-runtime, controller-runtime and Kopf, side by side (docs/benchmarks/peers.md; PEERS_ARGS="--rounds 5" etc.).
 bench-peers: plugins

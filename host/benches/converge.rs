@@ -11,7 +11,9 @@
 //! `CONVERGE_IN_FLIGHT` [32], `CONVERGE_ISOLATED` [50], `CONVERGE_CACHED` [10000], `CONVERGE_ROUNDS` [5],
 //! `CONVERGE_WIDE_CONCURRENCY` [16; 0 skips those runs], `CONVERGE_TIMEOUT_SECS` [600],
 //! `CONVERGE_API_LATENCY_MS` [0; added by the API server to every request, as a remote cluster's round trip],
-//! `CONVERGE_OUTPUT` [docs/benchmarks/converge.md].
+//! `CONVERGE_OUTPUT` [docs/benchmarks/converge.md, or scaling.md with `CONVERGE_SCALING`],
+//! `CONVERGE_SCALING` [unset; a list of set counts such as `1000,10000,30000` measures the scaling curve instead: one
+//! native and one wasm converge per count and round, reported per set; `make bench-scaling`].
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -88,6 +90,8 @@ struct Settings {
     timeout: Duration,
     api_latency_ms: usize,
     output: PathBuf,
+    /// Set counts of the scaling curve (`CONVERGE_SCALING`); empty for the ordinary report.
+    scaling: Vec<usize>,
 }
 
 impl Settings {
@@ -98,8 +102,29 @@ impl Settings {
                 Err(_) => Ok(default),
             }
         }
+        let scaling = match std::env::var("CONVERGE_SCALING") {
+            Ok(text) => text
+                .split(',')
+                .map(|count| {
+                    count
+                        .trim()
+                        .parse()
+                        .with_context(|| format!("CONVERGE_SCALING={text}: {count:?} is not a number"))
+                })
+                .collect::<anyhow::Result<Vec<usize>>>()?,
+            Err(_) => Vec::new(),
+        };
+        let report = if scaling.is_empty() {
+            "converge.md"
+        } else {
+            "scaling.md"
+        };
         let output = std::env::var_os("CONVERGE_OUTPUT").map_or_else(
-            || Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/benchmarks/converge.md"),
+            || {
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../docs/benchmarks")
+                    .join(report)
+            },
             PathBuf::from,
         );
         Ok(Self {
@@ -113,6 +138,7 @@ impl Settings {
             timeout: Duration::from_secs(number("CONVERGE_TIMEOUT_SECS", 600)? as u64),
             api_latency_ms: number("CONVERGE_API_LATENCY_MS", 0)?,
             output,
+            scaling,
         })
     }
 }
@@ -726,6 +752,8 @@ struct ConvergeRun {
     sample: Option<(Value, Vec<Value>)>,
     /// Writes the API server committed from the first create to the last Ready (its revision counter).
     writes: u64,
+    /// Sets created one at a time after the burst.
+    isolated_sets: usize,
 }
 
 impl ConvergeRun {
@@ -736,6 +764,11 @@ impl ConvergeRun {
     /// Writes per set besides its create: the host's finalizer, children, status and events.
     fn host_writes_per_set(&self) -> f64 {
         self.writes.saturating_sub(self.parents as u64) as f64 / self.parents as f64
+    }
+
+    /// Reconciles per set, the isolated sets counted with the burst.
+    fn reconciles_per_set(&self) -> f64 {
+        self.reconciles.total() as f64 / (self.parents + self.isolated_sets) as f64
     }
 
     /// Reconciles finished per second of converge time (the isolated sets' few reconciles included).
@@ -917,6 +950,7 @@ async fn converge(
         load_after,
         sample,
         writes,
+        isolated_sets: if all_ready { settings.isolated } else { 0 },
     })
 }
 
@@ -1136,6 +1170,9 @@ async fn drive(settings: Settings) -> anyhow::Result<()> {
     let ticks = clock_ticks_per_second();
     let started = Instant::now();
     let default_concurrency = ControllerOptions::default().concurrency;
+    if !settings.scaling.is_empty() {
+        return drive_scaling(&settings, &machine, ticks, started).await;
+    }
     let mut runs = Vec::new();
     let mut wide_runs = Vec::new();
     // Rounds interleave the variants and concurrencies, so load from elsewhere on the machine spreads over all.
@@ -1170,6 +1207,123 @@ async fn drive(settings: Settings) -> anyhow::Result<()> {
     println!("{report}");
     eprintln!("converge: report written to {}", settings.output.display());
     Ok(())
+}
+
+/// The scaling curve: one converge per set count and variant, the counts interleaved so load from elsewhere on the
+/// machine spreads over all of them.
+async fn drive_scaling(settings: &Settings, machine: &Machine, ticks: f64, started: Instant) -> anyhow::Result<()> {
+    let concurrency = ControllerOptions::default().concurrency;
+    let mut runs = Vec::new();
+    for _ in 0..settings.rounds {
+        for &parents in &settings.scaling {
+            let sized = Settings {
+                parents,
+                ..settings.clone()
+            };
+            for variant in [Variant::Native, Variant::Wasm] {
+                runs.push(converge(&sized, variant, concurrency, ticks).await?);
+            }
+        }
+    }
+    let report = render_scaling(settings, machine, &runs, started.elapsed());
+    if let Some(parent) = settings.output.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(&settings.output, &report).with_context(|| format!("writing {}", settings.output.display()))?;
+    println!("{report}");
+    eprintln!("converge: scaling report written to {}", settings.output.display());
+    Ok(())
+}
+
+fn render_scaling(settings: &Settings, machine: &Machine, runs: &[ConvergeRun], total: Duration) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# Benchmark: converge time as the number of ConfigMapSets grows
+
+         Generated by `make bench-scaling` (`CONVERGE_SCALING={} cargo bench -p wasm-reconciler --bench converge`,          `host/benches/converge.rs`); do not edit.
+
+         - Date: {}
+- Commit: {}
+- Machine: {} CPUs (`nproc`), {}, Linux {}
+         - Load: N ConfigMapSets × {} replicas created {} at a time into a fresh embedded API server, then {}          isolated sets; default concurrency {}; {} round(s); API latency {} ms per request
+- Whole run: {:.0} s
+",
+        settings.scaling.iter().map(ToString::to_string).collect::<Vec<_>>().join(","),
+        machine.date,
+        machine.commit,
+        machine.cpus,
+        machine.cpu_model,
+        machine.kernel,
+        settings.replicas,
+        settings.in_flight,
+        settings.isolated,
+        ControllerOptions::default().concurrency,
+        settings.rounds,
+        settings.api_latency_ms,
+        total.as_secs_f64(),
+    );
+    let _ = writeln!(
+        out,
+        "Medians over rounds. *Per set* divides the converge time (first create → last set Ready) by the number of          sets; a flat column means converge time grows linearly with the sets.
+
+         | sets | variant | converge time | ms per set | per set vs the smallest count | parents/s | reconciles per set          | API writes per set | burst p50 / p99 create → Ready | host peak RSS | API server peak RSS | CPU s: host / API          server | load before |
+|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---|"
+    );
+    let mut baseline: HashMap<Variant, f64> = HashMap::new();
+    for &parents in &settings.scaling {
+        for variant in [Variant::Native, Variant::Wasm] {
+            let these: Vec<&ConvergeRun> = runs
+                .iter()
+                .filter(|run| run.parents == parents && run.variant == variant)
+                .collect();
+            let Some(time) = median(
+                these
+                    .iter()
+                    .filter_map(|run| run.converge.map(|t| t.as_secs_f64()))
+                    .collect(),
+            ) else {
+                let _ = writeln!(
+                    out,
+                    "| {parents} | {} | timed out | | | | | | | | | | |",
+                    variant.as_str()
+                );
+                continue;
+            };
+            let per_set = time * 1000.0 / parents as f64;
+            let relative = *baseline.entry(variant).or_insert(per_set);
+            let middle = |value: &dyn Fn(&ConvergeRun) -> f64| median(these.iter().map(|run| value(run)).collect());
+            let representative = these
+                .iter()
+                .min_by(|a, b| {
+                    let distance =
+                        |run: &ConvergeRun| (run.converge.map_or(f64::INFINITY, |t| t.as_secs_f64()) - time).abs();
+                    distance(a).total_cmp(&distance(b))
+                })
+                .expect("a run with a converge time");
+            let _ = writeln!(
+                out,
+                "| {parents} | {} | {time:.2} s | {per_set:.2} | {:.2}× | {:.0} | {:.2} | {:.2} | {} | {} | {} | {:.1} /                  {:.1} | {} |",
+                variant.as_str(),
+                per_set / relative,
+                parents as f64 / time,
+                middle(&ConvergeRun::reconciles_per_set).unwrap_or_default(),
+                middle(&|run| run.writes as f64 / run.parents as f64).unwrap_or_default(),
+                representative.burst.ready.cell(),
+                mib(these.iter().map(|run| run.host_end.peak_kib).max().unwrap_or(0)),
+                mib(these.iter().map(|run| run.apiserver_end.peak_kib).max().unwrap_or(0)),
+                middle(&|run| run.cpu.host).unwrap_or_default(),
+                middle(&|run| run.cpu.apiserver).unwrap_or_default(),
+                representative.load_before,
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "
+The burst latency and load columns are those of the round closest to the median converge time. Method          as in [converge.md](converge.md): separate processes for API server, host and load driver, every run on a          fresh API server."
+    );
+    out
 }
 
 fn mib(kib: u64) -> String {
@@ -1464,6 +1618,9 @@ fn converge_table(out: &mut String, runs: &[ConvergeRun]) {
     row(out, "reconciles/s", &|run| {
         run.reconciles_per_second()
             .map_or_else(|| "–".into(), |rate| format!("{rate:.0}"))
+    });
+    row(out, "reconciles per set (burst and isolated sets)", &|run| {
+        format!("{:.2}", run.reconciles_per_set())
     });
     row(out, "worker occupancy (reconciles × mean ÷ workers × time)", &|run| {
         run.worker_occupancy()

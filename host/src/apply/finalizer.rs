@@ -1,14 +1,15 @@
-//! The plugin's finalizer as one state machine: add → apply → cleanup → remove, one step per reconcile, as
-//! kube-runtime's `finalizer` helper runs it.
+//! The plugin's finalizer as one state machine: add → apply → cleanup → remove, as kube-runtime's `finalizer`
+//! helper runs it, except that adding the finalizer and the first apply share one reconcile (the add is guarded by
+//! the resourceVersion the plugin then sees, so nothing is skipped and no second reconcile is needed).
 
 use crate::runtime::Meta;
 
 /// Where a primary stands with respect to the plugin's finalizer; decides what one reconcile does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FinalizerState {
-    /// Not being deleted, and the plugin names a finalizer the object lacks: this reconcile only adds it (before
-    /// the plugin runs, so nothing the plugin does can escape its cleanup); the write brings the object back
-    /// for [`Apply`](Self::Apply).
+    /// Not being deleted, and the plugin names a finalizer the object lacks: this reconcile adds it before the
+    /// plugin runs, so nothing the plugin does can escape its cleanup, then goes on as in [`Apply`](Self::Apply)
+    /// with the updated object.
     Add,
     /// Not being deleted, finalizer in place (or none declared): the plugin runs and its outcome is applied.
     Apply,
@@ -35,9 +36,9 @@ impl FinalizerState {
     /// Whether the plugin is called in this state, and with `deleting` set to what.
     pub fn plugin_call(self) -> Option<bool> {
         match self {
-            Self::Apply => Some(false),
+            Self::Add | Self::Apply => Some(false),
             Self::Cleanup => Some(true),
-            Self::Add | Self::Released => None,
+            Self::Released => None,
         }
     }
 }
@@ -68,7 +69,7 @@ mod tests {
             FinalizerState::of(&meta(false, &["other.io/x"]), OURS),
             FinalizerState::Add
         );
-        assert_eq!(FinalizerState::Add.plugin_call(), None);
+        assert_eq!(FinalizerState::Add.plugin_call(), Some(false));
     }
 
     #[test]

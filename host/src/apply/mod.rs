@@ -33,8 +33,10 @@ use self::writer::WriteError;
 use crate::plugin::{ControllerSpec, Event, Gvk, Outcome, ReconcileError};
 use crate::runtime::{CachedObject, Completion, KindCache, ObjectKey};
 
-/// The plugin call of one reconcile, made only if the finalizer's state calls for it; its argument is `deleting`.
-pub type PluginCall<'a> = Box<dyn FnOnce(bool) -> BoxFuture<'a, Result<Outcome, CallError>> + Send + 'a>;
+/// The plugin call of one reconcile, made only if the finalizer's state calls for it; its arguments are the primary
+/// as it stands then (with the finalizer just added, say) and `deleting`.
+pub type PluginCall<'a> =
+    Box<dyn FnOnce(Arc<CachedObject>, bool) -> BoxFuture<'a, Result<Outcome, CallError>> + Send + 'a>;
 
 /// Why a reconcile's plugin call produced no outcome.
 #[derive(Debug, thiserror::Error)]
@@ -149,25 +151,28 @@ impl Applier {
     }
 
     async fn run(&self, cached: Arc<CachedObject>, call: PluginCall<'_>) -> Completion {
-        let primary = cached.dynamic();
         match FinalizerState::of(&cached.meta, self.spec.finalizer.as_deref()) {
             // Not being deleted and our finalizer is missing: add it before the plugin runs, so nothing the plugin
-            // does escapes its cleanup. The write comes back through the cache and reconciles the object again,
-            // now in `Apply`.
-            FinalizerState::Add => match self.add_finalizer(&primary).await {
-                Ok(()) => Completion::DONE,
+            // does escapes its cleanup, then go on as in `Apply` with the object the API server returned. The
+            // write was guarded by the resourceVersion the plugin is about to see, so it carries nothing new: its
+            // echo does not reconcile the object again.
+            FinalizerState::Add => match self.add_finalizer(&cached).await {
+                Ok(updated) => {
+                    let result = call(updated.clone(), false).await;
+                    self.apply_result(&updated.dynamic(), result, false).await
+                }
                 Err(error) => self.write_failed(error),
             },
             // Not being deleted, finalizer in place (or none declared): the plugin runs, its outcome is applied.
             FinalizerState::Apply => {
-                let result = call(false).await;
-                self.apply_result(&primary, result, false).await
+                let result = call(cached.clone(), false).await;
+                self.apply_result(&cached.dynamic(), result, false).await
             }
             // Being deleted and our finalizer still on: the plugin cleans up, its outcome is applied (a drain
             // deletes children in rounds), and once it answers `finalized` the finalizer is removed.
             FinalizerState::Cleanup => {
-                let result = call(true).await;
-                self.apply_result(&primary, result, true).await
+                let result = call(cached.clone(), true).await;
+                self.apply_result(&cached.dynamic(), result, true).await
             }
             // Being deleted without our finalizer: nothing of ours holds the object; garbage collection takes the
             // children.
@@ -175,15 +180,18 @@ impl Applier {
         }
     }
 
-    async fn add_finalizer(&self, primary: &DynamicObject) -> Result<(), WriteError> {
-        let Some(finalizer) = &self.spec.finalizer else {
-            return Ok(());
-        };
+    /// Adds the plugin's finalizer (state `Add`, so the spec declares one) and returns the updated primary, folded
+    /// into the cache as this applier's own write.
+    async fn add_finalizer(&self, cached: &Arc<CachedObject>) -> Result<Arc<CachedObject>, WriteError> {
+        let primary = cached.dynamic();
+        let finalizer = self.spec.finalizer.as_deref().unwrap_or_default();
         let updated =
-            writer::add_finalizer(&self.primary_api(primary), &self.field_manager, primary, finalizer).await?;
+            writer::add_finalizer(&self.primary_api(&primary), &self.field_manager, &primary, finalizer).await?;
         tracing::debug!(finalizer, "finalizer added");
-        self.primary.record_write(updated, None);
-        Ok(())
+        Ok(self
+            .primary
+            .record_write(updated, Some(self.writer_id))
+            .unwrap_or_else(|| cached.clone()))
     }
 
     async fn apply_result(

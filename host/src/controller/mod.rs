@@ -439,10 +439,8 @@ impl Shared {
         };
         let version = self.version.read().unwrap_or_else(PoisonError::into_inner).clone();
         let attempt = item.attempt;
-        let call: PluginCall<'_> = {
-            let primary = primary.clone();
-            Box::new(move |deleting| self.call(primary, version, deleting, attempt).boxed())
-        };
+        let call: PluginCall<'_> =
+            Box::new(move |primary, deleting| self.call(primary, version, deleting, attempt).boxed());
         self.applier.reconcile(primary, call).await
     }
 

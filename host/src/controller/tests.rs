@@ -41,7 +41,7 @@ impl Apply for FakeApplier {
             let echo = if self.skip_plugin {
                 Value::Null
             } else {
-                match call(false).await {
+                match call(primary.clone(), false).await {
                     Ok(outcome) => outcome.status.expect("the echo plugin writes a status")["echo"].clone(),
                     Err(error) => {
                         self.refused

@@ -459,14 +459,14 @@ impl KindCache {
     /// status it wrote itself, say). The response of a write can also carry someone else's concurrent change (a
     /// spec edit made while a reconcile ran); the watch event of that change is older than the folded-in object
     /// and will be dropped, so the writer must not be marked as having seen it.
-    pub fn record_write(&self, object: DynamicObject, seen_by: Option<u64>) {
-        let Some(object) = CachedObject::new(object, &self.gvk) else {
-            return;
-        };
+    ///
+    /// Returns the written object as the cache holds it (`None` only for an object without a name), whether or not
+    /// the cache already had something newer.
+    pub fn record_write(&self, object: DynamicObject, seen_by: Option<u64>) -> Option<Arc<CachedObject>> {
+        let object = Arc::new(CachedObject::new(object, &self.gvk)?);
         if !self.watches(object.key.namespace.as_deref()) {
-            return;
+            return Some(object);
         }
-        let object = Arc::new(object);
         let old = {
             let mut state = self.write();
             if state
@@ -474,16 +474,17 @@ impl KindCache {
                 .get(&object.key)
                 .is_some_and(|cached| !object.supersedes(cached))
             {
-                return;
+                return Some(object);
             }
             state.insert(object.clone())
         };
         self.publish(&CacheChange {
             gvk: self.gvk.clone(),
             old,
-            new: Some(object),
+            new: Some(object.clone()),
             seen_by,
         });
+        Some(object)
     }
 
     /// Folds in a deletion the host just made.
