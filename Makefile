@@ -41,17 +41,12 @@ dev: plugins polyglot build
 ## test: everything CI runs — formatting, lints, every test (unit, plugin, API server, end to end on the embedded
 ## API server and again on a real kube-apiserver, the differential conformance suite of the two servers, and the
 ## DNSRecord plugin against a real PowerDNS).
-# The real control plane (Go; minutes when not cached) builds in the background while cargo builds and lints;
-# `make kube-harness` then waits for it (the build holds a lock) and checks it.
-test: toolchain test-tools
-	@mkdir -p $(CARGO_TARGET_DIR)
-	@echo "kube-harness: building or reusing the real control plane in the background (log: $(CARGO_TARGET_DIR)/kube-harness-build.log)"
-	@tests/kube/build.sh > $(CARGO_TARGET_DIR)/kube-harness-build.log 2>&1 &
-	$(MAKE) --no-print-directory polyglot
+# The e2e run on the real server selects the workspace (`--workspace --test all`) so that it reuses the test build.
+test: toolchain test-tools polyglot kube-harness helm-check
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(MAKE) --no-print-directory unused-deps
-	$(MAKE) --no-print-directory kube-harness helm-check
+	@mkdir -p $(CARGO_TARGET_DIR)
 	$(CARGO) test --workspace -- --skip real_only:: 2>&1 | tee $(CARGO_TARGET_DIR)/test-output.log
 	$(CARGO) test -p configmapset -p webapp -p dnsrecord --features configmapset/crd,webapp/crd,dnsrecord/crd 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
 	E2E_SERVER=real $(CARGO) test --workspace --test all -- --skip embedded_only:: --skip differential:: 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
@@ -153,7 +148,6 @@ REAL_CLUSTER_ARGS ?=
 ## kube-harness: build the real control plane (cached under ~/.cache/wasm-reconciler/kube), test the launcher's Go
 ## packages and run its self-check.
 kube-harness:
-	@echo "kube-harness: waiting for the real control plane's build (tests/kube/build.sh)"
 	tests/kube/build.sh >/dev/null
 	cd tests/kube && go test ./internal/...
 	tests/kube/selfcheck.sh
