@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::harness::wait_for;
+use crate::telemetry_probe::http_request;
 
 /// The Debian packages the server comes from, named when a binary is missing.
 const PACKAGES: &str = "pdns-server, pdns-backend-sqlite3 and sqlite3";
@@ -211,20 +211,8 @@ async fn request(
     body: Option<&Value>,
 ) -> Option<(u16, String)> {
     let body = body.map(Value::to_string).unwrap_or_default();
-    let mut stream = tokio::net::TcpStream::connect(address).await.ok()?;
-    let head = format!(
-        "{method} {path} HTTP/1.0\r\nHost: {address}\r\nX-API-Key: {api_key}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await.ok()?;
-    stream.write_all(body.as_bytes()).await.ok()?;
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).await.ok()?;
-    let response = String::from_utf8_lossy(&response);
-    let (head, body) = response.split_once("\r\n\r\n")?;
-    let status = head.split_whitespace().nth(1)?.parse().ok()?;
-    Some((status, body.to_owned()))
+    let headers = [("X-API-Key", api_key), ("Content-Type", "application/json")];
+    http_request(address, method, path, &headers, &body).await
 }
 
 /// Asks `server` for the `A` records of `name` and returns the addresses in the answer section.

@@ -12,11 +12,29 @@ pub fn free_local_addr() -> SocketAddr {
 
 /// `GET path` over HTTP/1.0: the status code and the body, or `None` when nothing answers.
 pub async fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
+    http_request(addr, "GET", path, &[], "").await
+}
+
+/// One HTTP/1.0 request with `headers` and `body` (sent with its `Content-Length` when not empty): the status code
+/// and the body, or `None` when nothing answers.
+pub async fn http_request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Option<(u16, String)> {
+    let mut head = format!("{method} {path} HTTP/1.0\r\nHost: {addr}\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if !body.is_empty() {
+        head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    head.push_str("\r\n");
     let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
-    stream
-        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
-        .await
-        .ok()?;
+    stream.write_all(head.as_bytes()).await.ok()?;
+    stream.write_all(body.as_bytes()).await.ok()?;
     let mut response = Vec::new();
     stream.read_to_end(&mut response).await.ok()?;
     let response = String::from_utf8_lossy(&response);
