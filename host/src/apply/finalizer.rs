@@ -32,15 +32,6 @@ impl FinalizerState {
             (true, false) => Self::Released,
         }
     }
-
-    /// Whether the plugin is called in this state, and with `deleting` set to what.
-    pub fn plugin_call(self) -> Option<bool> {
-        match self {
-            Self::Add | Self::Apply => Some(false),
-            Self::Cleanup => Some(true),
-            Self::Released => None,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -69,7 +60,6 @@ mod tests {
             FinalizerState::of(&meta(false, &["other.io/x"]), OURS),
             FinalizerState::Add
         );
-        assert_eq!(FinalizerState::Add.plugin_call(), Some(false));
     }
 
     #[test]
@@ -79,7 +69,6 @@ mod tests {
             FinalizerState::Apply
         );
         assert_eq!(FinalizerState::of(&meta(false, &[]), None), FinalizerState::Apply);
-        assert_eq!(FinalizerState::Apply.plugin_call(), Some(false));
     }
 
     #[test]
@@ -88,7 +77,6 @@ mod tests {
             FinalizerState::of(&meta(true, &["other.io/x", "ex.io/drain"]), OURS),
             FinalizerState::Cleanup
         );
-        assert_eq!(FinalizerState::Cleanup.plugin_call(), Some(true));
     }
 
     #[test]
@@ -102,6 +90,5 @@ mod tests {
             FinalizerState::of(&meta(true, &["ex.io/drain"]), None),
             FinalizerState::Released
         );
-        assert_eq!(FinalizerState::Released.plugin_call(), None);
     }
 }
