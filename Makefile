@@ -17,6 +17,18 @@ endif
 CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TARGET_DIR
 
+# The features of every test-time cargo command (`make test`): the plugins' CRD generators and their tests.
+TEST_FEATURES := --features configmapset/crd,webapp/crd,dnsrecord/crd
+# The host binary. Under CI the same command also compiles every test, in the test run's feature resolution
+# (dev-dependencies' features, TEST_FEATURES), so the binary helm-check packs with and the tests share their
+# dependencies: a plain `-p wasm-reconciler` build resolves tokio, kube and k8s-openapi with other features, and
+# the test build would compile them and everything above them a second time.
+ifdef CI
+HOST_BUILD = $(CARGO) build --workspace --bins --tests --examples $(TEST_FEATURES)
+else
+HOST_BUILD = $(CARGO) build -p wasm-reconciler
+endif
+
 WASM_OUT := $(CARGO_TARGET_DIR)/$(WASM_TARGET)/$(WASM_PROFILE)
 # The configmapset plugin in Python and TypeScript (`make polyglot`); its Python tools live in a virtual environment.
 POLYGLOT_OUT := $(CARGO_TARGET_DIR)/polyglot
@@ -41,15 +53,16 @@ dev: plugins polyglot build
 ## test: everything CI runs — formatting, lints, every test (unit, plugin, API server, end to end on the embedded
 ## API server and again on a real kube-apiserver, the differential conformance suite of the two servers, and the
 ## DNSRecord plugin against a real PowerDNS).
-# The e2e run on the real server selects the workspace (`--workspace --test all`) so that it reuses the test build.
+# Every cargo command of the run selects the whole workspace with TEST_FEATURES (the CRD generators, whose tests
+# check each plugin's crd.yaml), so they resolve features alike and each crate is compiled once: `build` under CI
+# compiles the tests as well (see HOST_BUILD), and the test runs, the real-server e2e run included, reuse it.
 test: toolchain test-tools polyglot kube-harness helm-check
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --workspace --all-targets $(TEST_FEATURES) -- -D warnings
 	$(MAKE) --no-print-directory unused-deps
 	@mkdir -p $(CARGO_TARGET_DIR)
-	$(CARGO) test --workspace -- --skip real_only:: 2>&1 | tee $(CARGO_TARGET_DIR)/test-output.log
-	$(CARGO) test -p configmapset -p webapp -p dnsrecord --features configmapset/crd,webapp/crd,dnsrecord/crd 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
-	E2E_SERVER=real $(CARGO) test --workspace --test all -- --skip embedded_only:: --skip differential:: 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
+	$(CARGO) test --workspace $(TEST_FEATURES) -- --skip real_only:: 2>&1 | tee $(CARGO_TARGET_DIR)/test-output.log
+	E2E_SERVER=real $(CARGO) test --workspace $(TEST_FEATURES) --test all -- --skip embedded_only:: --skip differential:: 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
 	@awk '/^test result:/ { passed += $$4; failed += $$6 } END { printf "tests: %d passed, %d failed\n", passed, failed }' $(CARGO_TARGET_DIR)/test-output.log
 
 ## test-tools: the Debian packages the checks use, installed when missing: jq, yq, curl; docker-registry (CNCF
@@ -94,7 +107,7 @@ polyglot:
 
 ## build: the host binary.
 build: toolchain
-	$(CARGO) build -p wasm-reconciler
+	$(HOST_BUILD)
 
 ## crds: regenerate the example plugins' CRD manifests from their Rust types.
 crds:
