@@ -23,7 +23,7 @@ from wasm_reconciler import (
     export_reconciler,
     host,
 )
-from wasm_reconciler.build import WIT_DIR, componentize_command
+from wasm_reconciler.build import CONTRACTS, WIT_DIR, bindings_command, componentize_command, main
 from wasm_reconciler.error import error_message
 from wasm_reconciler.host import Level, RefusedCall
 from wasm_reconciler.testing import MemoryHost, with_host
@@ -301,9 +301,23 @@ def test_calls_without_a_host_explain_what_to_do() -> None:
         host.get(CONFIG_MAP, None, "x")
 
 
+REPOSITORY_WIT = Path(__file__).resolve().parents[2] / "wit"
+
+
 def test_the_shipped_wit_is_the_contract() -> None:
-    contract = Path(__file__).resolve().parents[2] / "wit" / "reconciler.wit"
-    assert (WIT_DIR / "reconciler.wit").read_text() == contract.read_text()
+    assert (WIT_DIR / "reconciler.wit").read_text() == (REPOSITORY_WIT / "reconciler.wit").read_text()
+
+
+def test_the_shipped_wit_of_contract_0_2_holds_both_contract_packages_and_the_wasi_http_it_imports() -> None:
+    wit_v0_2 = CONTRACTS["0.2"].wit_dir
+    deps = wit_v0_2 / "deps"
+    assert (deps / "plugin-0.1.0" / "reconciler.wit").read_text() == (REPOSITORY_WIT / "reconciler.wit").read_text()
+    contract_0_2 = (REPOSITORY_WIT / "v0.2" / "reconciler.wit").read_text()
+    assert (deps / "plugin-0.2.0" / "reconciler.wit").read_text() == contract_0_2
+    world = (wit_v0_2 / "reconciler.wit").read_text()
+    assert "include wasm-reconciler:plugin/reconciler@0.2.0;" in world
+    assert "import wasi:http/outgoing-handler@0.2.12;" in world
+    assert (deps / "http" / "http.wit").read_text().startswith("package wasi:http@0.2.12;")
 
 
 def test_the_build_command_uses_the_shipped_wit_and_finds_the_sdk() -> None:
@@ -311,3 +325,20 @@ def test_the_build_command_uses_the_shipped_wit_and_finds_the_sdk() -> None:
     assert command[:6] == ["componentize-py", "-d", str(WIT_DIR), "-w", "reconciler", "componentize"]
     assert command[-2:] == ["-o", "plugin.wasm"]
     assert str(WIT_DIR.parent.parent) in command
+
+
+def test_contract_0_2_builds_against_its_world_with_the_contract_records_named_as_in_0_1() -> None:
+    command = componentize_command("app", ["src"], "plugin.wasm", "componentize-py", contract="0.2")
+    renaming = ["--import-interface-name", "wasm-reconciler:plugin/types@0.1.0=types"]
+    world = ["-d", str(CONTRACTS["0.2"].wit_dir), "-w", "reconciler"]
+    assert command[:8] == ["componentize-py", *world, *renaming, "componentize"]
+    assert command[8:11] == ["app", "-p", "src"]
+    assert bindings_command("out", "componentize-py", contract="0.2") == [*command[:7], "bindings", "out"]
+    with pytest.raises(ValueError, match=r"^no contract 0\.3: this SDK builds against 0\.1 and 0\.2$"):
+        componentize_command("app", [], "plugin.wasm", "componentize-py", contract="0.3")
+
+
+def test_the_wit_command_prints_the_directory_of_the_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["wit"]) == 0
+    assert main(["wit", "--contract", "0.2"]) == 0
+    assert capsys.readouterr().out.splitlines() == [str(WIT_DIR), str(CONTRACTS["0.2"].wit_dir)]

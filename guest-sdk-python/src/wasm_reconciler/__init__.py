@@ -20,9 +20,12 @@ host does every API call. Subclass `Reconciler` and export it from the app modul
 Build the component with ``python -m wasm_reconciler build app -o plugin.wasm`` (componentize-py, with the WIT
 shipped in this package). In plain CPython the same module imports and runs, so reconcile logic is unit-tested
 with pytest; host calls are then served by `wasm_reconciler.testing.MemoryHost`.
+
+A plugin built with ``--contract 0.2`` may also read `variables` (values of Secret keys its settings name) and
+send HTTP requests with `http` to the hosts its settings allow.
 """
 
-from . import host
+from . import host, http, variables
 from .component import export_reconciler, in_component
 from .condition import Condition, ConditionStatus
 from .controller_spec import ControllerSpec
@@ -33,11 +36,14 @@ from .outcome import Outcome
 from .reconciler import Reconciler
 from .world_view import WorldView
 
-#: The contract version this SDK is built against (the WIT package shipped in ``wit/``).
+#: The contract a plugin is built against by default (the WIT package shipped in ``wit/``).
 WIT_PACKAGE = "wasm-reconciler:plugin@0.1.0"
+#: The contract a plugin built with ``--contract 0.2`` targets (shipped in ``wit-v0.2/``, with ``wasi:http``).
+WIT_PACKAGE_V0_2 = "wasm-reconciler:plugin@0.2.0"
 
 __all__ = [
     "WIT_PACKAGE",
+    "WIT_PACKAGE_V0_2",
     "Condition",
     "ConditionStatus",
     "ControllerSpec",
@@ -52,5 +58,7 @@ __all__ = [
     "ensure",
     "export_reconciler",
     "host",
+    "http",
     "in_component",
+    "variables",
 ]

@@ -1,9 +1,16 @@
 """Inside a component: the generated ``wit_world`` bindings to and from `wire` records.
 
-Imported only when running as a WebAssembly component, where ``componentize-py`` provides ``wit_world``.
+Imported only when running as a WebAssembly component, where ``componentize-py`` provides ``wit_world``. The
+contract 0.1 and 0.2 worlds generate the records (``types``), ``host`` and the exported ``Controller`` under the
+same names (see `wasm_reconciler.build.CONTRACTS`), so this module serves both; in a component built against
+0.2, `_bindings_v0_2` adds variables and outbound HTTP.
 """
 
 from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import cast
 
 from componentize_py_types import Err
 from wit_world import exports
@@ -54,9 +61,20 @@ class ComponentHost:
             raise host.RefusedCall(str(refused.value)) from None
 
 
+def component_host() -> host.HostBackend:
+    """The backend of the host functions in this component: the imports of contract 0.1, and when the world
+    is contract 0.2's (it imports ``variables``) those of 0.2 too.
+
+    The 0.2 module is imported by name, not statically: it needs bindings a 0.1 world does not generate."""
+    if importlib.util.find_spec("wit_world.imports.variables") is None:
+        return ComponentHost()
+    contract_0_2 = importlib.import_module(f"{__package__}._bindings_v0_2")
+    return cast(host.HostBackend, contract_0_2.ComponentHostV0_2())
+
+
 def component_controller(reconciler: Reconciler) -> type:
     """The ``Controller`` class ``componentize-py`` exports, serving `reconciler`."""
-    host.install(ComponentHost())
+    host.install(component_host())
 
     class Controller(exports.Controller):
         def describe(self) -> wit.ControllerSpec:

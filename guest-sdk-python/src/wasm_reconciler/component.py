@@ -2,8 +2,13 @@
 
 ``componentize-py`` looks for a class named after the exported interface, ``Controller``, in the app module.
 `export_reconciler` builds it: inside a component it implements the generated ``wit_world`` protocol and
-installs the host's imports as the backend of `wasm_reconciler.host`; in plain CPython it returns a class with
-the same methods on `wire` records, so an app module imports (and can be tested) anywhere.
+installs the host's imports as the backend of `wasm_reconciler.host` (and, built against contract 0.2, of
+`wasm_reconciler.variables` and `wasm_reconciler.http`); in plain CPython it returns a class with the same
+methods on `wire` records, so an app module imports (and can be tested) anywhere.
+
+The contract is the one the component is built against (``python -m wasm_reconciler build --contract 0.2``):
+the app module is the same for both, and `export_reconciler` finds out which world it runs in when the
+component starts, from the imports the generated bindings have.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ def export_reconciler(reconciler_class: type[Reconciler]) -> type:
 
         Controller = export_reconciler(GreetingReconciler)
 
-    The reconciler is instantiated once, with no arguments.
+    The reconciler is instantiated once, with no arguments. The same line serves contract 0.1 and 0.2: which
+    one is chosen when building (``--contract``).
     """
     if not (isinstance(reconciler_class, type) and issubclass(reconciler_class, Reconciler)):
         raise TypeError(

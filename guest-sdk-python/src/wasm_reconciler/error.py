@@ -32,7 +32,8 @@ class Error(Exception):
 
 
 class HostError(Error):
-    """A `host.get` or `host.list` call the host refused (an undeclared kind, a malformed selector)."""
+    """A call the host refused: a `host.get` or `host.list` (an undeclared kind, a malformed selector), or a
+    `variables.get` (no such variable, its Secret unreadable)."""
 
 
 def ensure(condition: bool, message: str) -> None:

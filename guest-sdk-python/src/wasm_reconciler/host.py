@@ -1,4 +1,4 @@
-"""Read-only calls into the host: ``get`` and ``list`` from its caches, and logging.
+"""Read-only calls into the host: ``get`` and ``list`` from its caches, and logging; the backend serving them.
 
 In a WebAssembly component these call the host's imports. In plain CPython (unit tests) they call the host
 installed with `wasm_reconciler.testing.with_host`, e.g. a `wasm_reconciler.testing.MemoryHost`.
@@ -80,10 +80,12 @@ def current() -> HostBackend | None:
     return _backend
 
 
-def _require(call: str) -> HostBackend:
+def require(call: str) -> HostBackend:
+    """The installed backend, for the SDK function `call` (``host.get``, ``variables.get``); raises
+    `RuntimeError` explaining how to install one when there is none."""
     if _backend is None:
         raise RuntimeError(
-            f"wasm_reconciler.host.{call} was called outside a component and outside "
+            f"wasm_reconciler.{call} was called outside a component and outside "
             "`wasm_reconciler.testing.with_host`: wrap the code under test in "
             "`with with_host(MemoryHost(...)):`"
         )
@@ -129,7 +131,7 @@ def get(kind: Gvk, namespace: str | None, name: str) -> dict[str, Any] | None:
     """Reads one object; ``None`` when it does not exist. `namespace` is ignored for cluster-scoped kinds.
 
     Raises `HostError` when the host refuses (the kind is not declared in ``owns`` or ``reads``)."""
-    backend = _require("get")
+    backend = require("host.get")
     where = f"{namespace}/{name}" if namespace is not None else name
     try:
         text = backend.get(kind, namespace, name)
@@ -145,7 +147,7 @@ def list(kind: Gvk, namespace: str | None = None, label_selector: str | None = N
     Kubernetes syntax (``app=web,tier in (a,b),!legacy``).
 
     Raises `HostError` when the host refuses (an undeclared kind, a selector that does not parse)."""
-    backend = _require("list")
+    backend = require("host.list")
     try:
         texts = backend.list(kind, namespace, label_selector)
     except RefusedCall as refused:

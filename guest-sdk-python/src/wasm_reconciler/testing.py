@@ -1,18 +1,26 @@
 """Running plugin logic in plain CPython: an in-process stand-in for the host, for unit tests.
 
-`MemoryHost` serves ``get`` and ``list`` from a fixed set of objects and records log lines; `with_host`
-installs it for the code under test::
+`MemoryHost` serves ``get`` and ``list`` from a fixed set of objects, records log lines and, for contract 0.2
+plugins, serves variables and answers HTTP requests with a handler; `with_host` installs it for the code under
+test::
 
     with with_host(MemoryHost([secret])) as cluster:
         outcome = MyReconciler().reconcile(view)
     assert cluster.logs == [(Level.INFO, "...")]
+
+    def zones(request: Request) -> Response:
+        return Response(200, b'{"serial": 7}')
+
+    with with_host(MemoryHost(variables={"api_key": "k3y"}, http=zones)) as cluster:
+        outcome = MyReconciler().reconcile(view)
+    assert [request.url for request in cluster.requests] == ["http://dns.test/zones/example.org."]
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -20,25 +28,61 @@ from typing import Any
 from . import host
 from .gvk import Gvk
 from .host import HostBackend, Level, RefusedCall
+from .http import HttpError, HttpErrorKind, Request, Response, debug_quote
 
-__all__ = ["LabelSelector", "MemoryHost", "with_host"]
+__all__ = ["HttpHandler", "LabelSelector", "MemoryHost", "with_host"]
+
+#: Answers one HTTP request (redirects come back as responses): returns a `Response` or raises `HttpError`.
+HttpHandler = Callable[[Request], Response]
 
 
 class MemoryHost:
-    """A host serving a fixed set of objects from memory and recording log lines.
+    """A host serving a fixed set of objects from memory and recording log lines; for contract 0.2 plugins it
+    also serves `variables` and answers HTTP requests with the `http` handler.
 
     ``get`` matches kind, namespace and name; ``list`` matches kind, namespace (when given) and a label
     selector supporting ``k=v``, ``k==v``, ``k!=v``, ``k``, ``!k``, ``k in (a,b)`` and ``k notin (a,b)``.
+    A variable not in `variables` is an error naming it, as the host's is. Without a handler every request
+    is denied, as by a host whose settings allow no outbound host; `requests` records every request the
+    plugin asked to send, denied or not, one per redirect followed.
     """
 
-    def __init__(self, objects: Iterable[dict[str, Any]] = ()) -> None:
+    def __init__(
+        self,
+        objects: Iterable[dict[str, Any]] = (),
+        *,
+        variables: Mapping[str, str] | None = None,
+        http: HttpHandler | None = None,
+    ) -> None:
         self.objects: list[dict[str, Any]] = list(objects)
         self.logs: list[tuple[Level, str]] = []
+        self.variables: dict[str, str] = dict(variables or {})
+        self.http_handler: HttpHandler | None = http
+        self.requests: list[Request] = []
 
     def with_object(self, obj: dict[str, Any]) -> MemoryHost:
         """Adds an object ``get`` and ``list`` can see (with ``apiVersion``, ``kind`` and ``metadata``)."""
         self.objects.append(obj)
         return self
+
+    def with_variable(self, name: str, value: str) -> MemoryHost:
+        """Defines a variable `wasm_reconciler.variables.get` returns."""
+        self.variables[name] = value
+        return self
+
+    def variable(self, name: str) -> str:
+        try:
+            return self.variables[name]
+        except KeyError:
+            raise RefusedCall(f"the plugin's settings define no variable {debug_quote(name)}") from None
+
+    def http(self, request: Request) -> Response:
+        self.requests.append(request)
+        if self.http_handler is None:
+            raise HttpError(
+                HttpErrorKind.DENIED, "denied: the test host sends no HTTP requests (give MemoryHost an `http` handler)"
+            )
+        return self.http_handler(request)
 
     def log(self, level: Level, message: str) -> None:
         self.logs.append((level, message))
