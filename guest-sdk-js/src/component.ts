@@ -3,7 +3,10 @@
  *
  * The componentizer exports the entry module's `controller` binding as interface `controller`;
  * `exportReconciler` builds it. The same object runs in Node, so an entry module imports (and can be tested)
- * anywhere.
+ * anywhere. Both contracts export it under that name: componentize-qjs and componentize-js name an exported
+ * interface by its short name without package or version, so `wasm-reconciler:plugin/controller@0.1.0` and
+ * `wasm-reconciler:plugin/controller@0.2.0` are both the binding `controller`; the build
+ * (`wasm-reconciler-build --contract`) picks the version.
  *
  * @module
  */

@@ -2,7 +2,7 @@
  * The contract's records as JavaScript sees them across the component boundary (WIT package
  * `wasm-reconciler:plugin@0.1.0`, world `reconciler`): records are objects with camelCase keys, enums are
  * their case names, `option<T>` is `T | null`, objects travel as JSON text. `wit/reconciler.wit` documents
- * every field.
+ * every field. Contract 0.2 (`wit-v0.2/reconciler.wit`) exchanges the same records and adds `variables`.
  *
  * @module
  */
@@ -85,7 +85,21 @@ export interface WitController {
   reconcile(view: WitWorldView): WitOutcome;
 }
 
-/** The WIT package this SDK is built against. */
+/**
+ * Interface `variables` of contract 0.2 (`wasm-reconciler:plugin@0.2.0`), imported by the plugin. `get` throws
+ * the host's reason (a string) when the variable cannot be read.
+ */
+export interface WitVariables {
+  get(name: string): string;
+}
+
+/** The WIT package of contract 0.1, the default build. */
 export const WIT_PACKAGE = "wasm-reconciler:plugin@0.1.0";
-/** The import name of interface `host`. */
+/** The WIT package of contract 0.2 (`wasm-reconciler-build --contract 0.2`). */
+export const WIT_PACKAGE_V0_2 = "wasm-reconciler:plugin@0.2.0";
+/** The import name of interface `host` (the same in both contracts). */
 export const HOST_IMPORT = "wasm-reconciler:plugin/host@0.1.0";
+/** The import name of interface `variables` (contract 0.2). */
+export const VARIABLES_IMPORT = "wasm-reconciler:plugin/variables@0.2.0";
+/** The import name of the WASI HTTP client a contract 0.2 plugin may use. */
+export const OUTGOING_HANDLER_IMPORT = "wasi:http/outgoing-handler@0.2.12";

@@ -32,6 +32,23 @@ export class HostError extends PluginError {
   }
 }
 
+/**
+ * The reason carried by a refused import call. Componentizers throw the `err` payload of a `result` itself, or an
+ * error carrying it as `payload`; a test host throws it as a string.
+ */
+export function refusalReason(refused: unknown): string {
+  if (typeof refused === "string") {
+    return refused;
+  }
+  if (typeof refused === "object" && refused !== null) {
+    const payload = (refused as { payload?: unknown }).payload;
+    if (typeof payload === "string") {
+      return payload;
+    }
+  }
+  return refused instanceof Error ? refused.message : String(refused);
+}
+
 /** Throws `new PluginError(message)` unless `condition` holds. */
 export function ensure(condition: boolean, message: string): asserts condition {
   if (!condition) {

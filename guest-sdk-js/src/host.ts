@@ -11,7 +11,7 @@
  */
 
 import type { WitHost, WitLevel } from "./contract.js";
-import { HostError, PluginError } from "./error.js";
+import { HostError, PluginError, refusalReason } from "./error.js";
 import type { Gvk } from "./gvk.js";
 import type { JsonObject } from "./json.js";
 
@@ -76,7 +76,7 @@ export function get(kind: Gvk, namespace: string | null, name: string): JsonObje
     text = host.get(wit(kind), namespace, name);
   } catch (refused) {
     const where = namespace === null ? name : `${namespace}/${name}`;
-    throw new HostError(`host get ${kind} ${where}: ${reason(refused)}`);
+    throw new HostError(`host get ${kind} ${where}: ${refusalReason(refused)}`);
   }
   return text === null || text === undefined ? null : parse(text, `reading ${kind} ${name} from the host`);
 }
@@ -91,25 +91,13 @@ export function list(kind: Gvk, namespace: string | null = null, labelSelector: 
   try {
     texts = host.list(wit(kind), namespace, labelSelector);
   } catch (refused) {
-    throw new HostError(`host list ${kind}: ${reason(refused)}`);
+    throw new HostError(`host list ${kind}: ${refusalReason(refused)}`);
   }
   return texts.map((text) => parse(text, `reading a listed ${kind} from the host`));
 }
 
 function wit(kind: Gvk): { group: string; version: string; kind: string } {
   return { group: kind.group, version: kind.version, kind: kind.kind };
-}
-
-/** The host's reason: componentizers throw the `err` payload itself, or an error carrying it. */
-function reason(refused: unknown): string {
-  if (typeof refused === "string") {
-    return refused;
-  }
-  if (refused instanceof Error) {
-    const payload = (refused as Error & { payload?: unknown }).payload;
-    return typeof payload === "string" ? payload : refused.message;
-  }
-  return String(refused);
 }
 
 function parse(text: string, context: string): JsonObject {

@@ -23,6 +23,10 @@
  * Build the component with `npx wasm-reconciler-build dist/index.js -o plugin.wasm`; unit-test the same
  * module in Node with `MemoryHost` and `withHost` from `wasm-reconciler-sdk/testing`.
  *
+ * A plugin that reads variables (`variables.get`) or sends HTTP requests (`http.Request`, `http.request`) is
+ * built against contract 0.2: `wasm-reconciler-build dist/index.js --contract 0.2 --engine starlingmonkey`
+ * (HTTP needs StarlingMonkey; variables alone build with the default engine too).
+ *
  * @module
  */
 
@@ -34,8 +38,10 @@ export { ensure, errorMessage, HostError, PluginError } from "./error.js";
 export { Event, type EventType } from "./event.js";
 export { Gvk } from "./gvk.js";
 export * as host from "./host.js";
+export * as http from "./http.js";
 export { isObject, type Json, type JsonObject, toJsonText } from "./json.js";
 export { Outcome } from "./outcome.js";
 export type { Reconciler } from "./reconciler.js";
+export * as variables from "./variables.js";
 export * as wire from "./wire.js";
 export { WorldView, type WorldViewParts } from "./worldView.js";

@@ -2,9 +2,12 @@
  * Running plugin logic in Node: an in-process stand-in for the host, for unit tests.
  *
  * ```ts
- * const cluster = new MemoryHost([secret]);
+ * const cluster = new MemoryHost([secret])
+ *   .withVariable("api_key", "k3y")                                   // contract 0.2: variables.get
+ *   .withHttp(() => new http.Response(200, '{"serial":7}'));        // contract 0.2: http requests
  * const outcome = withHost(cluster, () => new MyReconciler().reconcile(view));
  * assert.deepEqual(cluster.logs, [["info", "..."]]);
+ * assert.deepEqual(cluster.requests.map((exchange) => exchange.url), ["http://api.test/zones"]);
  * ```
  *
  * @module
@@ -13,17 +16,45 @@
 import type { WitGvk, WitHost, WitLevel } from "./contract.js";
 import { Gvk } from "./gvk.js";
 import { installHost } from "./host.js";
+import { HttpError, type HttpExchange, installHttp, type Response } from "./http.js";
 import { isObject, type JsonObject } from "./json.js";
+import { installVariables } from "./variables.js";
+
+/** Plays the server for a test: answers one exchange (a redirect is a response too) or throws an `HttpError`. */
+export type HttpHandler = (exchange: HttpExchange) => Response;
+
+/**
+ * What a test installs with `withHost`: the contract's `host` functions and, for contract 0.2 code, optionally
+ * the variables (`variable` throws the reason, a string, for one it does not have) and an HTTP server (`http`).
+ * Without `variable`, every variable is missing; without `http`, every request is denied.
+ */
+export interface TestHost extends WitHost {
+  variable?(name: string): string;
+  http?(exchange: HttpExchange): Response;
+}
+
+/** The message of a request denied by a test host with no HTTP handler (after the `METHOD URL: ` prefix). */
+export const TEST_HOST_DENIAL =
+  "denied: this test host sends no HTTP requests (give a MemoryHost a handler with withHttp)";
 
 /**
  * A host serving a fixed set of objects from memory and recording log lines. `get` matches kind, namespace
  * and name; `list` matches kind, namespace (when given) and a label selector supporting `k=v`, `k==v`,
  * `k!=v`, `k`, `!k`, `k in (a,b)` and `k notin (a,b)`. A refused call throws its reason as a string, as a
  * component's import does.
+ *
+ * For contract 0.2 code it also answers `variables.get` from the values given with `withVariable`, and sends HTTP
+ * requests to the handler given with `withHttp` (recording every exchange in `requests`); without a handler it
+ * denies every request, as a host with no `allowedOutboundHosts` does.
  */
-export class MemoryHost implements WitHost {
+export class MemoryHost implements TestHost {
   readonly objects: JsonObject[];
   readonly logs: [WitLevel, string][] = [];
+  /** The variables `variables.get` can read. */
+  readonly variables = new Map<string, string>();
+  /** Every HTTP exchange the plugin attempted, in order (a followed redirect is one more). */
+  readonly requests: HttpExchange[] = [];
+  #handler: HttpHandler | null = null;
 
   constructor(objects: Iterable<JsonObject> = []) {
     this.objects = [...objects];
@@ -33,6 +64,36 @@ export class MemoryHost implements WitHost {
   withObject(object: JsonObject): this {
     this.objects.push(object);
     return this;
+  }
+
+  /** Defines a variable `variables.get` returns. */
+  withVariable(name: string, value: string): this {
+    this.variables.set(name, value);
+    return this;
+  }
+
+  /** Sends HTTP requests to `handler`, which plays the server. */
+  withHttp(handler: HttpHandler): this {
+    this.#handler = handler;
+    return this;
+  }
+
+  /** The value of a variable; throws the reason, naming the variable, when it is not defined. */
+  variable(name: string): string {
+    const value = this.variables.get(name);
+    if (value === undefined) {
+      throw `the plugin's settings define no variable ${JSON.stringify(name)}`;
+    }
+    return value;
+  }
+
+  /** Records the exchange and answers it with the handler; without one, denies it. */
+  http(exchange: HttpExchange): Response {
+    this.requests.push(exchange);
+    if (this.#handler === null) {
+      throw new HttpError("Denied", TEST_HOST_DENIAL);
+    }
+    return this.#handler(exchange);
   }
 
   log(level: WitLevel, message: string): void {
@@ -60,15 +121,33 @@ export class MemoryHost implements WitHost {
 }
 
 /**
- * Serves the host functions with `host` while `body` runs, then restores the previous host (also when `body`
- * throws). Calls nest.
+ * Serves the host functions, `variables.get` and HTTP requests with `host` while `body` runs, then restores what
+ * served them before (also when `body` throws). Calls nest.
  */
-export function withHost<T>(host: WitHost, body: () => T): T {
-  const previous = installHost(host);
+export function withHost<T>(host: TestHost, body: () => T): T {
+  const previousHost = installHost(host);
+  const previousVariables = installVariables({
+    get: (name) => {
+      if (host.variable === undefined) {
+        throw `this test host defines no variable ${JSON.stringify(name)}`;
+      }
+      return host.variable(name);
+    },
+  });
+  const previousHttp = installHttp({
+    send: (exchange) => {
+      if (host.http === undefined) {
+        throw new HttpError("Denied", TEST_HOST_DENIAL);
+      }
+      return host.http(exchange);
+    },
+  });
   try {
     return body();
   } finally {
-    installHost(previous);
+    installHost(previousHost);
+    installVariables(previousVariables);
+    installHttp(previousHttp);
   }
 }
 

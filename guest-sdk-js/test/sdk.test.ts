@@ -16,6 +16,7 @@ import {
   Gvk,
   host,
   HostError,
+  OUTGOING_HANDLER_IMPORT,
   Outcome,
   PluginError,
   toJsonText,
@@ -295,10 +296,28 @@ describe("toJsonText", () => {
 });
 
 describe("packaging", () => {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const sdk = (...path: string[]): string => readFileSync(join(here, "..", "..", ...path), "utf8");
+  const repository = (...path: string[]): string => readFileSync(join(here, "..", "..", "..", ...path), "utf8");
+
   it("ships the contract's WIT unchanged", () => {
-    const here = dirname(fileURLToPath(import.meta.url));
-    const shipped = readFileSync(join(here, "..", "..", "wit", "reconciler.wit"), "utf8");
-    const contract = readFileSync(join(here, "..", "..", "..", "wit", "reconciler.wit"), "utf8");
-    assert.equal(shipped, contract);
+    assert.equal(sdk("wit", "reconciler.wit"), repository("wit", "reconciler.wit"));
+  });
+
+  it("ships contract 0.2's WIT unchanged, with contract 0.1 as its dependency", () => {
+    assert.equal(sdk("wit-v0.2", "reconciler.wit"), repository("wit", "v0.2", "reconciler.wit"));
+    assert.equal(sdk("wit-v0.2", "deps", "plugin-0.1.0", "reconciler.wit"), repository("wit", "reconciler.wit"));
+  });
+
+  it("builds HTTP plugins against the wasi:http version it ships, and ships every directory it builds from", () => {
+    const imported = /import (wasi:http\/outgoing-handler@([\d.]+));/.exec(sdk("wit-v0.2", "with-http.wit"));
+    assert.ok(imported !== null);
+    assert.equal(imported[1], OUTGOING_HANDLER_IMPORT);
+    for (const name of ["http", "io", "clocks"]) {
+      assert.match(sdk("wit-v0.2", "deps", name, `${name}.wit`), new RegExp(`^package wasi:${name}@${imported[2]?.replaceAll(".", "\\.")};`, "m"));
+    }
+    const manifest = JSON.parse(sdk("package.json")) as { files: string[]; exports: Record<string, unknown> };
+    assert.ok(manifest.files.includes("wit") && manifest.files.includes("wit-v0.2"));
+    assert.ok("./wit-v0.2/*" in manifest.exports && "./wasi-http" in manifest.exports);
   });
 });
