@@ -100,10 +100,13 @@ plugins: toolchain
 	$(CARGO) build --lib --target $(WASM_TARGET) --profile $(WASM_PROFILE) $(addprefix -p ,$(EXAMPLE_PLUGINS) $(EXTERNAL_PLUGINS))
 	@for plugin in $(EXAMPLE_PLUGINS) $(EXTERNAL_PLUGINS); do ls -l $(WASM_OUT)/$$plugin.wasm; done
 
-## polyglot: the Python and TypeScript SDKs tested and the configmapset plugin built in both (pinned tools, cached).
+## polyglot: the Python and TypeScript SDKs tested, and built in both languages (pinned tools, cached): the
+## configmapset plugin and the outbound test guest (contract 0.2: variables and outbound HTTP).
 polyglot:
 	plugins/configmapset-py/build.sh $(POLYGLOT_OUT) $(POLYGLOT_VENV)
 	plugins/configmapset-ts/build.sh $(POLYGLOT_OUT)
+	test-guests/outbound-py/build.sh $(POLYGLOT_OUT) $(POLYGLOT_VENV)
+	test-guests/outbound-ts/build.sh $(POLYGLOT_OUT)
 
 ## build: the host binary.
 build: toolchain

@@ -21,6 +21,8 @@ const GUESTS: &[(&str, &str)] = &[
 const POLYGLOT_GUESTS: &[(&str, &str)] = &[
     ("CONFIGMAPSET_PY", "configmapset-py.wasm"),
     ("CONFIGMAPSET_TS", "configmapset-ts.wasm"),
+    ("OUTBOUND_PY", "outbound-py.wasm"),
+    ("OUTBOUND_TS", "outbound-ts.wasm"),
 ];
 
 fn main() {
@@ -29,8 +31,18 @@ fn main() {
         .parent()
         .expect("artifacts/ lives in the workspace root")
         .to_path_buf();
-    for watched in ["wit", "guest-sdk", "plugins", "test-guests", "Cargo.toml", "Cargo.lock"] {
+    for watched in ["wit", "guest-sdk", "Cargo.toml", "Cargo.lock"] {
         println!("cargo:rerun-if-changed={}", workspace.join(watched).display());
+    }
+    // The Rust crates under plugins/ and test-guests/ only: cargo scans a watched directory file by file, and the
+    // Python and TypeScript projects beside them hold virtual environments and node_modules.
+    for parent in ["plugins", "test-guests"] {
+        let entries = std::fs::read_dir(workspace.join(parent)).expect("reading the guests' directories");
+        for entry in entries.flatten() {
+            if entry.path().join("Cargo.toml").is_file() {
+                println!("cargo:rerun-if-changed={}", entry.path().display());
+            }
+        }
     }
 
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));

@@ -8,13 +8,13 @@ pub fn read(path: &str) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| panic!("reading guest component {path}: {e}"))
 }
 
-/// Reads a component built by `make polyglot` (the Python and TypeScript plugins), failing with the command that
+/// Reads a component built by `make polyglot` (the Python and TypeScript plugins and test guests), failing with the command that
 /// builds it when it is absent.
 pub fn read_polyglot(path: &str) -> Vec<u8> {
     match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            panic!("{path} is missing: build the Python and TypeScript plugins with `make polyglot`")
+            panic!("{path} is missing: build the Python and TypeScript components with `make polyglot`")
         }
         Err(error) => panic!("reading guest component {path}: {error}"),
     }
@@ -24,7 +24,7 @@ pub fn read_polyglot(path: &str) -> Vec<u8> {
 pub fn polyglot(path: &str) -> &str {
     assert!(
         std::path::Path::new(path).is_file(),
-        "{path} is missing: build the Python and TypeScript plugins with `make polyglot`"
+        "{path} is missing: build the Python and TypeScript components with `make polyglot`"
     );
     path
 }

@@ -114,6 +114,14 @@ fn serve(stream: TcpStream, reply: &dyn Fn(&Received) -> Reply, record: &Mutex<V
         .unwrap_or(0);
     let mut body = vec![0; length];
     let _ = reader.read_exact(&mut body);
+    // A body of unknown length comes chunked: read it all, or closing the socket over unread bytes resets the
+    // connection and the client loses the response.
+    let chunked = headers
+        .iter()
+        .any(|(name, value)| name.eq_ignore_ascii_case("transfer-encoding") && value.eq_ignore_ascii_case("chunked"));
+    if chunked {
+        read_chunks(&mut reader);
+    }
     let request = Received { method, path, headers };
     record
         .lock()
@@ -141,6 +149,21 @@ fn serve(stream: TcpStream, reply: &dyn Fn(&Received) -> Reply, record: &Mutex<V
             let _ = stream.write_all(&body);
         }
         Reply::Hang => std::thread::sleep(Duration::from_secs(120)),
+    }
+}
+
+/// Reads a chunked body to its last chunk.
+fn read_chunks(reader: &mut impl BufRead) {
+    loop {
+        let mut size = String::new();
+        if reader.read_line(&mut size).unwrap_or(0) == 0 {
+            return;
+        }
+        let size = usize::from_str_radix(size.trim().split(';').next().unwrap_or_default(), 16).unwrap_or(0);
+        let mut chunk = vec![0; size + 2];
+        if reader.read_exact(&mut chunk).is_err() || size == 0 {
+            return;
+        }
     }
 }
 
@@ -434,4 +457,157 @@ fn inspecting_shows_what_a_plugin_asks_for() {
     let echo = super::load(wasm_reconciler_artifacts::ECHO, Limits::default());
     assert_eq!(echo.wit_version(), "0.1.0");
     assert!(!echo.capabilities().outbound_http && !echo.capabilities().variables);
+}
+
+/// The outbound guest in each language: Rust (built by the artifacts crate), Python and TypeScript (built by
+/// `make polyglot` from `test-guests/outbound-py` and `test-guests/outbound-ts`), with the same configuration and
+/// the same status.
+const LANGUAGES: [(&str, &str); 3] = [
+    ("Rust", OUTBOUND),
+    ("Python", wasm_reconciler_artifacts::OUTBOUND_PY),
+    ("TypeScript", wasm_reconciler_artifacts::OUTBOUND_TS),
+];
+
+/// Each language's guest, compiled once for the whole test binary (a Python component takes seconds).
+fn outbound_guests() -> &'static [(&'static str, Plugin)] {
+    static LOADED: std::sync::OnceLock<Vec<(&'static str, Plugin)>> = std::sync::OnceLock::new();
+    LOADED.get_or_init(|| {
+        LANGUAGES
+            .iter()
+            .map(|&(language, path)| {
+                let wasm = if language == "Rust" {
+                    wasm_reconciler_artifacts::read(path)
+                } else {
+                    wasm_reconciler_artifacts::read_polyglot(path)
+                };
+                let plugin = super::engine()
+                    .load(language, &wasm, Limits::default())
+                    .unwrap_or_else(|e| panic!("loading {path}: {}", wasm_reconciler::error_chain(&e)));
+                (language, plugin)
+            })
+            .collect()
+    })
+}
+
+/// Runs `config` through every language's guest under `outbound`, checks that all report the same status and
+/// returns it with the counters each run left.
+fn in_every_language(outbound: &OutboundPolicy, config: &Value) -> (Value, Vec<OutboundCounters>) {
+    let mut statuses = Vec::new();
+    let mut all_counters = Vec::new();
+    for (language, plugin) in outbound_guests() {
+        let counters = OutboundCounters::default();
+        let plugin = plugin.clone().with_grants(Grants {
+            outbound: Arc::new(outbound.clone()),
+            counters: counters.clone(),
+            variables: Arc::new(FixedVariables::new([(
+                "api_key".to_owned(),
+                "k3y-for-tests".to_owned(),
+            )])),
+        });
+        let status = reconcile(&plugin, config.clone())
+            .unwrap_or_else(|e| panic!("the {language} guest failed: {}", wasm_reconciler::error_chain(&e)));
+        statuses.push((*language, status));
+        all_counters.push(counters);
+    }
+    let (_, rust) = &statuses[0];
+    for (language, status) in &statuses[1..] {
+        pretty_assertions::assert_eq!(
+            rust,
+            status,
+            "the {language} guest reports otherwise than the Rust guest"
+        );
+    }
+    (statuses.swap_remove(0).1, all_counters)
+}
+
+#[test]
+fn every_language_sends_an_allowed_request_with_a_variable_alike() {
+    let server = TestServer::start(|request| match request.path.as_str() {
+        "/start" => Reply::Respond {
+            status: 303,
+            headers: vec!["Location: /zone".into()],
+            body: Vec::new(),
+            delay: Duration::ZERO,
+        },
+        "/zone" => Reply::ok(r#"{"zone":"example.org."}"#),
+        _ => Reply::Respond {
+            status: 404,
+            headers: Vec::new(),
+            body: b"no such zone".to_vec(),
+            delay: Duration::ZERO,
+        },
+    });
+    let outbound = policy(&[format!("http://127.0.0.1:{}", server.address.port())], &[]);
+    let config = json!({
+        "variables": ["api_key", "missing"],
+        "requests": [
+            {"url": server.url("/start"), "method": "POST", "body": "{}", "headers": {"X-API-Key": "${api_key}"}},
+            {"url": server.url("/other"), "method": "DELETE"},
+        ],
+    });
+    let (status, counters) = in_every_language(&outbound, &config);
+    assert_eq!(status["responses"][0]["status"], 200, "{status}");
+    assert_eq!(status["responses"][0]["body"], r#"{"zone":"example.org."}"#);
+    assert_eq!(status["responses"][1]["status"], 404, "{status}");
+    assert_eq!(status["responses"][1]["body"], "no such zone");
+    assert_eq!(status["variables"]["api_key"]["length"], "k3y-for-tests".len());
+    assert!(
+        status["variables"]["missing"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("define no variable \"missing\""),
+        "{status}"
+    );
+    // Per language: the POST, the GET the 303 turned it into (no body, the header kept), the DELETE.
+    let received = server.received();
+    assert_eq!(received.len(), 3 * LANGUAGES.len(), "{received:?}");
+    for exchange in received.chunks(3) {
+        let seen: Vec<(&str, &str)> = exchange
+            .iter()
+            .map(|request| (request.method.as_str(), request.path.as_str()))
+            .collect();
+        assert_eq!(seen, [("POST", "/start"), ("GET", "/zone"), ("DELETE", "/other")]);
+        assert!(
+            exchange[..2]
+                .iter()
+                .all(|request| request.header("x-api-key") == Some("k3y-for-tests"))
+        );
+    }
+    for counters in counters {
+        assert_eq!((counters.sent.get(), counters.denied.get()), (3, 0));
+    }
+}
+
+#[test]
+fn every_language_is_denied_a_host_not_allowed_and_a_redirect_to_one() {
+    let untouched = Untouched::bind();
+    let target = format!("http://127.0.0.1:{}/elsewhere", untouched.port());
+    let server = TestServer::start(move |_| Reply::Respond {
+        status: 302,
+        headers: vec![format!("Location: {target}")],
+        body: Vec::new(),
+        delay: Duration::ZERO,
+    });
+    let outbound = policy(&[format!("http://127.0.0.1:{}", server.address.port())], &[]);
+    let config = json!({"requests": [
+        {"url": format!("http://127.0.0.1:{}/steal", untouched.port())},
+        {"url": server.url("/start")},
+        {"url": "not a url"},
+    ]});
+    let (status, counters) = in_every_language(&outbound, &config);
+    assert_eq!(status["responses"][0]["error"], "Denied", "{status}");
+    assert!(
+        status["responses"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("denied by the host"),
+        "{status}"
+    );
+    assert_eq!(status["responses"][1]["error"], "Denied", "{status}");
+    assert_eq!(status["responses"][2]["error"], "InvalidUrl", "{status}");
+    assert_eq!(server.received().len(), LANGUAGES.len());
+    assert_eq!(untouched.connections(), 0, "a denied request reached its host");
+    for counters in counters {
+        assert_eq!((counters.sent.get(), counters.denied.get()), (1, 2));
+    }
 }
