@@ -31,7 +31,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     try:
         executable = find_componentize_py()
     except ToolMissing as missing:
-        pytest.skip(str(missing))
+        pytest.fail(f"{missing}: these tests check the SDK against the bindings componentize-py generates")
     directories = {}
     for contract in ("0.1", "0.2"):
         directory = tmp_path_factory.mktemp(f"bindings-{contract}")

@@ -9,30 +9,22 @@ set -euo pipefail
 out_dir=${1:?usage: build.sh OUT_DIR VENV}
 venv=${2:?usage: build.sh OUT_DIR VENV}
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=plugins/polyglot-lib.sh
+source "$here/../polyglot-lib.sh"
 sdk=$(cd "$here/../../guest-sdk-python" && pwd)
 python=${PYTHON:-python3}
 component=$out_dir/configmapset-py.wasm
 
-command -v "$python" >/dev/null || { echo "error: $python is required to build Python plugins (3.11 or newer)" >&2; exit 1; }
-"$python" -c 'import sys, venv; sys.exit(sys.version_info < (3, 11))' \
-  || { echo "error: $python must be Python 3.11 or newer with the venv module" >&2; exit 1; }
+require_python "$python"
 mkdir -p "$out_dir"
 
-# The virtual environment, rebuilt when the pins change.
-pins=$(sha256sum "$sdk/requirements.txt" | cut -d' ' -f1)
-if [[ "$(cat "$venv/.pins" 2>/dev/null)" != "$pins" ]]; then
-  echo "python: installing $(grep -v '^#' "$sdk/requirements.txt" | tr '\n' ' ')into $venv"
-  rm -rf "$venv"
-  "$python" -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$sdk/requirements.txt"
-  echo "$pins" > "$venv/.pins"
-fi
+python_venv "$python" "$venv" "$sdk/requirements.txt"
 
 # Everything the component and the tests depend on.
 stamp=$( (cd "$sdk" && find src tests pyproject.toml requirements.txt -type f -not -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum;
           cd "$here" && find . -type f \( -name '*.py' -o -name '*.yaml' \) -not -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum;
           cd "$here/../configmapset/fixtures" && sha256sum ./*) | sha256sum | cut -d' ' -f1)
-if [[ -f "$component" && "$(cat "$component.stamp" 2>/dev/null)" == "$stamp" ]]; then
+if is_current "$component" "$stamp"; then
   echo "python: $component is up to date"
   exit 0
 fi

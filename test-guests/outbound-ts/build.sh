@@ -12,24 +12,16 @@ set -euo pipefail
 
 out_dir=${1:?usage: build.sh OUT_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=plugins/polyglot-lib.sh
+source "$here/../../plugins/polyglot-lib.sh"
 sdk=$(cd "$here/../../guest-sdk-js" && pwd)
 component=$out_dir/outbound-ts.wasm
 
-command -v node >/dev/null || { echo "error: node (20 or newer) is required to build TypeScript plugins" >&2; exit 1; }
-command -v npm >/dev/null || { echo "error: npm is required to build TypeScript plugins" >&2; exit 1; }
-node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' \
-  || { echo "error: node 20 or newer is required, found $(node --version)" >&2; exit 1; }
+require_node
 mkdir -p "$out_dir"
 
-# Dependencies as the lock files pin them, installed again only when a lock changes.
-for project in "$sdk" "$here"; do
-  lock=$(sha256sum "$project/package-lock.json" | cut -d' ' -f1)
-  if [[ "$(cat "$project/node_modules/.lock-sha256" 2>/dev/null)" != "$lock" ]]; then
-    echo "typescript: npm ci in $project"
-    (cd "$project" && npm ci --no-audit --no-fund --loglevel=error)
-    echo "$lock" > "$project/node_modules/.lock-sha256"
-  fi
-done
+# Dependencies as the lock files pin them.
+npm_ci_locked "$sdk" "$here"
 
 # Everything the component and the tests depend on.
 stamp=$( (cd "$sdk" && find src test bin wit wit-v0.2 package.json package-lock.json tsconfig.json -type f -print0 | sort -z | xargs -0 sha256sum;
@@ -37,7 +29,7 @@ stamp=$( (cd "$sdk" && find src test bin wit wit-v0.2 package.json package-lock.
         | sha256sum | cut -d' ' -f1)
 # The component may be cached outside this checkout (CI keeps it with cargo's target directory); the SDK's compiled
 # JavaScript, which this guest links to, lives in the checkout and is built here when missing.
-if [[ -f "$component" && "$(cat "$component.stamp" 2>/dev/null)" == "$stamp" ]]; then
+if is_current "$component" "$stamp"; then
   if [[ ! -f "$sdk/dist/src/index.js" ]]; then
     echo "typescript: compiling the SDK in $sdk"
     (cd "$sdk" && npm run --silent build)
