@@ -46,6 +46,15 @@ enum Reply {
 }
 
 impl Reply {
+    fn redirect(status: u16, location: &str) -> Self {
+        Self::Respond {
+            status,
+            headers: vec![format!("Location: {location}")],
+            body: Vec::new(),
+            delay: Duration::ZERO,
+        }
+    }
+
     fn ok(body: &str) -> Self {
         Self::Respond {
             status: 200,
@@ -198,15 +207,20 @@ fn policy(allowed: &[String], blocked: &[&str]) -> OutboundPolicy {
     }
 }
 
-fn plugin(limits: Limits, outbound: OutboundPolicy, counters: &OutboundCounters) -> Plugin {
-    super::load(OUTBOUND, limits).with_grants(Grants {
+/// The grants every test gives: `outbound`, counted in `counters`, and the variable `api_key`.
+fn grants(outbound: OutboundPolicy, counters: &OutboundCounters) -> Grants {
+    Grants {
         outbound: Arc::new(outbound),
         counters: counters.clone(),
         variables: Arc::new(FixedVariables::new([(
             "api_key".to_owned(),
             "k3y-for-tests".to_owned(),
         )])),
-    })
+    }
+}
+
+fn plugin(limits: Limits, outbound: OutboundPolicy, counters: &OutboundCounters) -> Plugin {
+    super::load(OUTBOUND, limits).with_grants(grants(outbound, counters))
 }
 
 fn reconcile(plugin: &Plugin, config: Value) -> Result<Value, ReconcileError> {
@@ -291,12 +305,7 @@ fn a_host_not_allowed_is_denied_inside_the_plugin_and_never_contacted() {
 fn a_redirect_to_a_host_not_allowed_is_denied_too() {
     let untouched = Untouched::bind();
     let target = format!("http://127.0.0.1:{}/elsewhere", untouched.port());
-    let server = TestServer::start(move |_| Reply::Respond {
-        status: 302,
-        headers: vec![format!("Location: {target}")],
-        body: Vec::new(),
-        delay: Duration::ZERO,
-    });
+    let server = TestServer::start(move |_| Reply::redirect(302, &target));
     let counters = OutboundCounters::default();
     let plugin = plugin(
         Limits::default(),
@@ -496,14 +505,7 @@ fn in_every_language(outbound: &OutboundPolicy, config: &Value) -> (Value, Vec<O
     let mut all_counters = Vec::new();
     for (language, plugin) in outbound_guests() {
         let counters = OutboundCounters::default();
-        let plugin = plugin.clone().with_grants(Grants {
-            outbound: Arc::new(outbound.clone()),
-            counters: counters.clone(),
-            variables: Arc::new(FixedVariables::new([(
-                "api_key".to_owned(),
-                "k3y-for-tests".to_owned(),
-            )])),
-        });
+        let plugin = plugin.clone().with_grants(grants(outbound.clone(), &counters));
         let status = reconcile(&plugin, config.clone())
             .unwrap_or_else(|e| panic!("the {language} guest failed: {}", wasm_reconciler::error_chain(&e)));
         statuses.push((*language, status));
@@ -523,12 +525,7 @@ fn in_every_language(outbound: &OutboundPolicy, config: &Value) -> (Value, Vec<O
 #[test]
 fn every_language_sends_an_allowed_request_with_a_variable_alike() {
     let server = TestServer::start(|request| match request.path.as_str() {
-        "/start" => Reply::Respond {
-            status: 303,
-            headers: vec!["Location: /zone".into()],
-            body: Vec::new(),
-            delay: Duration::ZERO,
-        },
+        "/start" => Reply::redirect(303, "/zone"),
         "/zone" => Reply::ok(r#"{"zone":"example.org."}"#),
         _ => Reply::Respond {
             status: 404,
@@ -582,12 +579,7 @@ fn every_language_sends_an_allowed_request_with_a_variable_alike() {
 fn every_language_is_denied_a_host_not_allowed_and_a_redirect_to_one() {
     let untouched = Untouched::bind();
     let target = format!("http://127.0.0.1:{}/elsewhere", untouched.port());
-    let server = TestServer::start(move |_| Reply::Respond {
-        status: 302,
-        headers: vec![format!("Location: {target}")],
-        body: Vec::new(),
-        delay: Duration::ZERO,
-    });
+    let server = TestServer::start(move |_| Reply::redirect(302, &target));
     let outbound = policy(&[format!("http://127.0.0.1:{}", server.address.port())], &[]);
     let config = json!({"requests": [
         {"url": format!("http://127.0.0.1:{}/steal", untouched.port())},
