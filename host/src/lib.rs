@@ -8,9 +8,11 @@
 //!    assembly, dependency tracking from reads;
 //! 4. [`apply`]: an outcome → API writes (finalizer, children, status, events), folded back into the caches;
 //! 5. [`telemetry`]: metrics and health;
-//! 6. [`controller`]: drives reconciles (queue → world view → plugin call → applier) and runs one controller
+//! 6. [`shard`]: sharded mode — membership Leases, the sharder that places primaries on a consistent-hash ring
+//!    of live replicas, the labels and the drain handshake;
+//! 7. [`controller`]: drives reconciles (queue → world view → plugin call → applier) and runs one controller
 //!    per plugin, swapping versions only after they validated (the [`delivery::Installer`]);
-//! 7. [`cli`]: the command line.
+//! 8. [`cli`]: the command line.
 
 pub mod plugin;
 
@@ -21,6 +23,8 @@ pub mod runtime;
 pub mod apply;
 
 pub mod telemetry;
+
+pub mod shard;
 
 pub mod controller;
 

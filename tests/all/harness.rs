@@ -15,9 +15,16 @@ use wasm_reconciler_apiserver::{ApiServer, ServingHandle, write_kubeconfig};
 
 /// Installs a log subscriber once (set `RUST_LOG` to see host logs of a failing test).
 pub fn init_logging() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
-        .with_test_writer()
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
+    let audit = crate::reconcile_audit::AuditLayer.with_filter(tracing_subscriber::filter::filter_fn(|metadata| {
+        metadata.is_span() && metadata.name() == "reconcile" && metadata.target().starts_with("wasm_reconciler")
+    }));
+    let _ = tracing_subscriber::registry()
+        .with(tracing_subscriber::fmt::layer().with_test_writer().with_filter(filter))
+        .with(audit)
         .try_init();
 }
 
@@ -385,6 +392,7 @@ impl Host {
             artifact_cache: None,
             metrics_addr: None,
             leader_election: None,
+            sharding: None,
             identity: "test-host".into(),
             registry: Default::default(),
             trusted_keys: Vec::new(),
@@ -405,6 +413,7 @@ impl Host {
                 lease_duration: Duration::from_secs(15),
                 renew_every: Duration::from_secs(10),
             }),
+            sharding: None,
             identity: identity.into(),
             registry: Default::default(),
             trusted_keys: Vec::new(),

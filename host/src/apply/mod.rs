@@ -96,6 +96,8 @@ pub struct Applier {
     events: EventSink,
     /// Per primary, the hash of the last object applied per child.
     last_applied: Mutex<HashMap<ObjectKey, AppliedChildren>>,
+    /// Sharded mode: the shard label key children copy from their primary.
+    shard_label: Option<String>,
 }
 
 impl std::fmt::Debug for Applier {
@@ -147,7 +149,15 @@ impl Applier {
             primary,
             owned,
             last_applied: Mutex::default(),
+            shard_label: None,
         }
+    }
+
+    /// Sharded mode: children are applied with their primary's value of label `key`, so they follow it to its
+    /// replica's share.
+    pub fn with_shard_label(mut self, key: Option<String>) -> Self {
+        self.shard_label = key;
+        self
     }
 
     async fn run(&self, cached: Arc<CachedObject>, call: PluginCall<'_>) -> Completion {
@@ -220,12 +230,19 @@ impl Applier {
             return Completion::DONE;
         };
         if let Some(desired) = &outcome.children {
-            let prepared = match prepare_children(&primary_ref, &self.spec, desired, |gvk| {
+            let mut prepared = match prepare_children(&primary_ref, &self.spec, desired, |gvk| {
                 self.owned.get(gvk).is_some_and(|cache| cache.namespaced())
             }) {
                 Ok(prepared) => prepared,
                 Err(error) => return self.scope_denied(primary, error).await,
             };
+            if let Some(key) = &self.shard_label
+                && let Some(shard) = primary.metadata.labels.as_ref().and_then(|labels| labels.get(key))
+            {
+                for child in &mut prepared {
+                    child.object["metadata"]["labels"][key.as_str()] = serde_json::json!(shard);
+                }
+            }
             if let Err(error) = self.write_children(primary, &prepared).await {
                 return self.children_failed(primary, error).await;
             }

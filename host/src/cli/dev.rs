@@ -63,6 +63,7 @@ pub(super) async fn run(args: DevArgs) -> Result<(), Box<dyn std::error::Error>>
         artifact_cache: None,
         metrics_addr: args.metrics_addr,
         leader_election: None,
+        sharding: None,
         identity: identity(None),
         registry: Default::default(),
         trusted_keys: Vec::new(),

@@ -1,5 +1,5 @@
 //! `wasm-reconciler run`: the host against a cluster (kubeconfig or in-cluster), plugins from ConfigMaps and/or
-//! a directory, with optional leader election.
+//! a directory, with optional leader election or sharding.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -9,6 +9,7 @@ use clap::Args;
 
 use super::serve::{HostOptions, LeaderElection, serve};
 use crate::delivery::RegistryOptions;
+use crate::shard::Sharding;
 
 /// Arguments of `run`.
 #[derive(Debug, Args)]
@@ -26,9 +27,14 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub plugins_dir: Option<PathBuf>,
     /// Elect a leader on a Lease; only the leader reconciles.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "sharding")]
     pub leader_elect: bool,
-    /// Name of the leader Lease.
+    /// Sharded mode: every replica reconciles its own share of the primaries (a membership Lease per replica, a
+    /// sharder assigning primaries with a shard label, label-selected caches). See docs/deploy.md.
+    #[arg(long)]
+    pub sharding: bool,
+    /// Name of the leader Lease; in sharded mode, the ring's name, which prefixes its Leases
+    /// (`<name>-shard-<identity>`, `<name>-sharder`) and completes its labels (`shard.wasm-reconciler.io/<name>`).
     #[arg(long, default_value = "wasm-reconciler")]
     pub lease_name: String,
     /// Lease duration in seconds.
@@ -132,6 +138,13 @@ pub(crate) async fn shutdown_signal() {
 }
 
 pub(super) async fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
+    if args.lease_renew_seconds == 0 || args.lease_renew_seconds >= args.lease_duration_seconds {
+        return Err(format!(
+            "--lease-renew-seconds ({}) must be at least 1 and less than --lease-duration-seconds ({})",
+            args.lease_renew_seconds, args.lease_duration_seconds
+        )
+        .into());
+    }
     let client = client(args.kubeconfig.as_deref()).await?;
     let identity = identity(args.identity);
     let options = HostOptions {
@@ -142,7 +155,13 @@ pub(super) async fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>>
         metrics_addr: Some(args.metrics_addr),
         leader_election: args.leader_elect.then(|| LeaderElection {
             namespace: args.namespace.clone(),
-            lease_name: args.lease_name,
+            lease_name: args.lease_name.clone(),
+            lease_duration: Duration::from_secs(args.lease_duration_seconds),
+            renew_every: Duration::from_secs(args.lease_renew_seconds),
+        }),
+        sharding: args.sharding.then(|| Sharding {
+            namespace: args.namespace.clone(),
+            ring: args.lease_name.clone(),
             lease_duration: Duration::from_secs(args.lease_duration_seconds),
             renew_every: Duration::from_secs(args.lease_renew_seconds),
         }),
@@ -188,6 +207,13 @@ mod tests {
         assert_eq!(options.insecure_registries, ["registry.lan:5000"]);
         assert_eq!(options.ca_bundle, Some(PathBuf::from("ca.pem")));
         assert!(options.allows_plain_http("registry.lan:5000"));
+
+        let sharded = Command::try_parse_from(["run", "--sharding", "--lease-name", "ring"]).expect("parses");
+        assert!(sharded.run.sharding && !sharded.run.leader_elect);
+        assert!(
+            Command::try_parse_from(["run", "--sharding", "--leader-elect"]).is_err(),
+            "sharding and leader election exclude each other"
+        );
 
         let plain = Command::try_parse_from(["run"]).expect("parses");
         assert!(plain.run.trusted_keys.is_empty(), "signatures are opt-in");

@@ -17,6 +17,8 @@ use crate::delivery::{InstallError, Installed, Installer, PluginPackage, PluginS
 use crate::plugin::{ControllerSpec, Grants, OutboundCounters, PluginEngine, SecretVariables};
 use crate::runtime::Caches;
 use crate::runtime::cache::CacheError;
+use crate::shard::ShardLabels;
+use crate::shard::sharder::ShardedKinds;
 use crate::telemetry::Metrics;
 
 struct Slot {
@@ -35,6 +37,7 @@ pub struct Manager {
     caches: Caches,
     metrics: Option<Metrics>,
     instance: Option<String>,
+    shard: Option<ShardLabels>,
     slots: Arc<Mutex<HashMap<String, Slot>>>,
 }
 
@@ -52,8 +55,34 @@ impl Manager {
             caches,
             metrics,
             instance,
+            shard: None,
             slots: Arc::default(),
         }
+    }
+
+    /// Sharded mode: every controller reconciles only this replica's share (see [`crate::shard`]).
+    pub fn with_shard(mut self, shard: ShardLabels) -> Self {
+        self.shard = Some(shard);
+        self
+    }
+
+    /// What the installed plugins ask the sharder to place: each one's primary and owned kinds and namespaces,
+    /// sorted.
+    pub async fn sharded_kinds(&self) -> Vec<ShardedKinds> {
+        let mut kinds: Vec<ShardedKinds> = self
+            .slots
+            .lock()
+            .await
+            .values()
+            .map(|slot| ShardedKinds {
+                primary: slot.spec.primary.clone(),
+                owns: slot.spec.owns.clone(),
+                namespaces: slot.settings.namespaces.clone(),
+            })
+            .collect();
+        kinds.sort();
+        kinds.dedup();
+        kinds
     }
 
     /// Names of the plugins currently installed.
@@ -211,6 +240,7 @@ impl Manager {
             namespaces: settings.namespaces.clone(),
             resync: settings.resync,
             instance: self.instance.clone(),
+            shard: self.shard.clone(),
         };
         let starter = tokio::spawn(start_when_served(
             name.to_owned(),

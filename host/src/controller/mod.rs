@@ -21,6 +21,7 @@ use crate::runtime::{
     CacheChange, CacheReader, CacheSync, CachedObject, Caches, Completion, Dependencies, KindCache, ObjectKey,
     QueueConfig, QueueMetrics, Source, Subscription, WorkQueue, world_view,
 };
+use crate::shard::{ShardLabels, Standing};
 use crate::telemetry::Metrics;
 
 /// The reconcile logic a controller runs: a sandboxed wasm plugin, or native code linked into the host
@@ -89,6 +90,10 @@ pub struct ControllerOptions {
     pub resync: Option<Duration>,
     /// The reporting instance for events (pod or host name).
     pub instance: Option<String>,
+    /// Sharded mode: this replica's labels. The primary and owned kinds are then watched for this replica's share
+    /// only, only primaries assigned here are reconciled, drains are acknowledged, and children get their owner's
+    /// shard label.
+    pub shard: Option<ShardLabels>,
 }
 
 impl Default for ControllerOptions {
@@ -98,6 +103,7 @@ impl Default for ControllerOptions {
             namespaces: None,
             resync: None,
             instance: None,
+            shard: None,
         }
     }
 }
@@ -125,6 +131,8 @@ struct Shared {
     dependencies: Dependencies,
     applier: Arc<dyn Apply>,
     metrics: Option<Metrics>,
+    /// Sharded mode: the client drains are acknowledged with.
+    drains: Option<kube::Client>,
 }
 
 /// A running controller. Stop it with [`Controller::stop`].
@@ -158,9 +166,17 @@ impl Controller {
         let mut kind_caches = HashMap::new();
         for gvk in std::iter::once(&spec.primary).chain(&spec.owns).chain(&spec.reads) {
             if !kind_caches.contains_key(gvk) {
+                // A kind the plugin also reads stays whole: reads see every object, not this replica's share.
+                let selector = options
+                    .shard
+                    .as_ref()
+                    .filter(|_| !spec.reads.contains(gvk))
+                    .map(ShardLabels::selector);
                 kind_caches.insert(
                     gvk.clone(),
-                    caches.get_or_start(gvk, options.namespaces.as_deref()).await?,
+                    caches
+                        .get_or_start_selected(gvk, options.namespaces.as_deref(), selector.as_deref())
+                        .await?,
                 );
             }
         }
@@ -188,7 +204,9 @@ impl Controller {
             kind_caches[&spec.primary].clone(),
             owned,
             options.instance.clone(),
-        );
+        )
+        .with_shard_label(options.shard.as_ref().map(|shard| shard.shard_key.clone()));
+        let drains = options.shard.is_some().then(|| caches.client().clone());
         Ok(Self::with_applier(
             name,
             version,
@@ -196,10 +214,12 @@ impl Controller {
             Arc::new(applier),
             options,
             metrics,
+            drains,
         ))
     }
 
-    /// Starts the workers on synced `caches` (every kind the plugin declares), writing through `applier`.
+    /// Starts the workers on synced `caches` (every kind the plugin declares), writing through `applier`; in
+    /// sharded mode drains are acknowledged with `drains`.
     fn with_applier(
         name: &str,
         version: Version,
@@ -207,6 +227,7 @@ impl Controller {
         applier: Arc<dyn Apply>,
         options: ControllerOptions,
         metrics: Option<Metrics>,
+        drains: Option<kube::Client>,
     ) -> Self {
         let spec = version.logic.spec().clone();
         let queue_metrics = metrics
@@ -224,6 +245,7 @@ impl Controller {
             dependencies: Dependencies::default(),
             applier,
             metrics,
+            drains,
         });
 
         let mut subscriptions = Vec::new();
@@ -329,6 +351,7 @@ async fn run_worker(shared: Arc<Shared>, worker: usize) {
             object = %item.key,
             attempt = item.attempt,
             trigger = item.source.as_str(),
+            shard = tracing::field::Empty,
         );
         let started = Instant::now();
         let completion = shared.reconcile(&item).instrument(span.clone()).await;
@@ -432,16 +455,63 @@ impl Shared {
     /// One reconcile: the primary from the cache, handed to the applier with the plugin call.
     async fn reconcile(self: &Arc<Self>, item: &Item<ObjectKey>) -> Completion {
         let Some(primary) = self.primary.get(&item.key) else {
-            self.queue.forget(&item.key);
-            self.dependencies.remove(&item.key);
-            self.applier.forget(&item.key);
+            self.forget(&item.key);
             return Completion::DONE;
         };
+        if let Some(shard) = &self.options.shard {
+            match shard.standing(&primary) {
+                // The span names the replica only for reconciles that go ahead.
+                Standing::Mine => {
+                    tracing::Span::current().record("shard", shard.identity.as_str());
+                }
+                Standing::NotMine => {
+                    self.forget(&item.key);
+                    return Completion::DONE;
+                }
+                // Acknowledged from the primary's own queue slot: no reconcile of it is in flight here.
+                Standing::Draining => return self.acknowledge_drain(shard, &primary).await,
+            }
+        }
         let version = self.version.read().unwrap_or_else(PoisonError::into_inner).clone();
         let attempt = item.attempt;
         let call: PluginCall<'_> =
             Box::new(move |primary, deleting| self.call(primary, version, deleting, attempt).boxed());
         self.applier.reconcile(primary, call).await
+    }
+
+    fn forget(&self, key: &ObjectKey) {
+        self.queue.forget(key);
+        self.dependencies.remove(key);
+        self.applier.forget(key);
+    }
+
+    /// Lets a primary go to another replica: removes its shard and drain labels; the sharder then assigns it.
+    async fn acknowledge_drain(&self, shard: &ShardLabels, primary: &CachedObject) -> Completion {
+        let Some(client) = &self.drains else {
+            return Completion::DONE;
+        };
+        let resource = self.primary.resource();
+        let api = match (&primary.key.namespace, self.primary.namespaced()) {
+            (Some(namespace), true) => kube::Api::namespaced_with(client.clone(), namespace, resource),
+            _ => kube::Api::all_with(client.clone(), resource),
+        };
+        match crate::shard::acknowledge_drain(&api, shard, primary).await {
+            Ok(written) => {
+                tracing::info!("drained; handed over to the sharder");
+                // No longer in this replica's share: the cache lets it go now, not when the watch says so.
+                self.primary.record_write(written, None);
+                self.forget(&primary.key);
+                Completion::DONE
+            }
+            Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {
+                // Gone or changed: the watch brings the new state, which decides again.
+                Completion::DONE
+            }
+            Err(error) => {
+                tracing::warn!(error = %crate::error_chain(&error), "could not acknowledge the drain; retrying");
+                Completion::Failure { reason: "DrainFailed" }
+            }
+        }
     }
 
     /// Calls the plugin on the world view of `primary`, off the async runtime, and records what it read. The plugin

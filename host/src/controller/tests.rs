@@ -127,6 +127,7 @@ impl Fixture {
             applier,
             ControllerOptions::default(),
             None,
+            None,
         )
     }
 }

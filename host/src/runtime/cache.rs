@@ -101,6 +101,15 @@ pub enum ResourceVersion {
     Opaque(Box<str>),
 }
 
+impl std::fmt::Display for ResourceVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Integer(number) => write!(f, "{number}"),
+            Self::Opaque(text) => f.write_str(text),
+        }
+    }
+}
+
 impl ResourceVersion {
     /// Reads a resourceVersion.
     pub fn parse(text: &str) -> Self {
@@ -288,7 +297,14 @@ type Subscriber = Arc<dyn Fn(&CacheChange) + Send + Sync>;
 struct CacheState {
     objects: HashMap<ObjectKey, Arc<CachedObject>>,
     by_controller: HashMap<String, HashSet<ObjectKey>>,
+    /// Objects recently removed (uid, when): a write the host folds in afterwards, whose response was overtaken by
+    /// the deletion's watch event, must not bring them back.
+    tombstones: HashMap<ObjectKey, (Box<str>, std::time::Instant)>,
 }
+
+/// Tombstones kept before old ones are purged, and how old they must be to go.
+const TOMBSTONES_KEPT: usize = 4096;
+const TOMBSTONE_AGE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The uid of an object's controller, if it has one.
 fn controller_uid(object: &CachedObject) -> Option<&str> {
@@ -297,6 +313,7 @@ fn controller_uid(object: &CachedObject) -> Option<&str> {
 
 impl CacheState {
     fn insert(&mut self, object: Arc<CachedObject>) -> Option<Arc<CachedObject>> {
+        self.tombstones.remove(&object.key);
         let old = self.objects.insert(object.key.clone(), object.clone());
         if let Some(old_owner) = old.as_deref().and_then(controller_uid)
             && Some(old_owner) != controller_uid(&object)
@@ -318,7 +335,19 @@ impl CacheState {
         if let Some(owner) = controller_uid(&old) {
             self.unindex(owner, key);
         }
+        if self.tombstones.len() >= TOMBSTONES_KEPT {
+            self.tombstones.retain(|_, (_, when)| when.elapsed() < TOMBSTONE_AGE);
+        }
+        self.tombstones
+            .insert(key.clone(), (old.meta.uid.clone(), std::time::Instant::now()));
         Some(old)
+    }
+
+    /// Whether `object` was removed from the cache since it was written.
+    fn is_buried(&self, object: &CachedObject) -> bool {
+        self.tombstones
+            .get(&object.key)
+            .is_some_and(|(uid, _)| *uid == object.meta.uid)
     }
 
     fn unindex(&mut self, owner: &str, key: &ObjectKey) {
@@ -352,6 +381,8 @@ pub struct KindCache {
     resource: ApiResource,
     namespaced: bool,
     namespaces: Namespaces,
+    /// The label selector its watches use (sharded mode: this replica's share), if any.
+    selector: Option<Selector>,
     state: RwLock<CacheState>,
     sync: watch::Sender<CacheSync>,
     subscribers: RwLock<Vec<(u64, Subscriber)>>,
@@ -395,6 +426,11 @@ impl KindCache {
     /// The namespaces watched; `None` when all are (always for cluster-scoped kinds).
     pub fn namespaces(&self) -> Option<&BTreeSet<String>> {
         self.namespaces.as_ref()
+    }
+
+    /// The label selector the watches use, as sent to the API server.
+    pub fn selector(&self) -> Option<&str> {
+        self.selector.as_ref().map(|selector| &*selector.text)
     }
 
     /// Whether objects of `namespace` are watched (`None`: cluster-scoped objects, or every namespace).
@@ -467,13 +503,20 @@ impl KindCache {
         if !self.watches(object.key.namespace.as_deref()) {
             return Some(object);
         }
+        if let Some(selector) = &self.selector
+            && !object.selected_by(&selector.parsed)
+        {
+            // The write took the object out of this cache's share, as the watch will report.
+            self.record_delete(&object.key, &object.meta.uid);
+            return Some(object);
+        }
         let old = {
             let mut state = self.write();
-            if state
-                .objects
-                .get(&object.key)
-                .is_some_and(|cached| !object.supersedes(cached))
-            {
+            let stale = match state.objects.get(&object.key) {
+                Some(cached) => !object.supersedes(cached),
+                None => state.is_buried(&object),
+            };
+            if stale {
                 return Some(object);
             }
             state.insert(object.clone())
@@ -682,8 +725,15 @@ pub struct Caches {
     caches: Arc<Mutex<HashMap<CacheScope, Weak<KindCache>>>>,
 }
 
-/// What a cache is for: a kind, watched in some namespaces or all.
-type CacheScope = (Gvk, Namespaces);
+/// What a cache is for: a kind, watched in some namespaces or all, with or without a label selector.
+type CacheScope = (Gvk, Namespaces, Option<String>);
+
+/// A label selector of a cache's watches: its text for the API server, parsed for the host's own writes.
+#[derive(Debug)]
+struct Selector {
+    text: Box<str>,
+    parsed: wasm_reconciler_apiserver::selector::LabelSelector,
+}
 
 impl std::fmt::Debug for Caches {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -721,8 +771,21 @@ impl Caches {
     /// whole), starting its watch if no one holds it. Fails when the API server does not serve the kind; callers
     /// retry (a CRD may be installed later).
     pub async fn get_or_start(&self, gvk: &Gvk, namespaces: Option<&[String]>) -> Result<Arc<KindCache>> {
+        self.get_or_start_selected(gvk, namespaces, None).await
+    }
+
+    /// Like [`Caches::get_or_start`], the watches listing only objects that `selector` (a label selector such as
+    /// `shard.wasm-reconciler.io/ring=host-a`) selects; a selector the host cannot parse panics, since the host
+    /// builds them.
+    pub async fn get_or_start_selected(
+        &self,
+        gvk: &Gvk,
+        namespaces: Option<&[String]>,
+        selector: Option<&str>,
+    ) -> Result<Arc<KindCache>> {
         let requested: Namespaces = namespaces.map(|namespaces| namespaces.iter().cloned().collect());
-        if let Some(cache) = self.alive_cache(gvk, &requested) {
+        let selector = selector.map(str::to_owned);
+        if let Some(cache) = self.alive_cache(gvk, &requested, &selector) {
             return Ok(cache);
         }
         let kube_gvk = GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind);
@@ -737,7 +800,7 @@ impl Caches {
         let scope = if namespaced { requested } else { None };
 
         let mut caches = self.caches.lock().unwrap_or_else(PoisonError::into_inner);
-        let key = (gvk.clone(), scope.clone());
+        let key = (gvk.clone(), scope.clone(), selector.clone());
         if let Some(cache) = caches.get(&key).and_then(Weak::upgrade) {
             return Ok(cache);
         }
@@ -747,6 +810,11 @@ impl Caches {
             resource: resource.clone(),
             namespaced,
             namespaces: scope.clone(),
+            selector: selector.as_deref().map(|text| Selector {
+                text: text.into(),
+                parsed: wasm_reconciler_apiserver::selector::LabelSelector::parse(text)
+                    .expect("the host builds valid label selectors"),
+            }),
             state: RwLock::default(),
             sync,
             subscribers: RwLock::default(),
@@ -757,28 +825,29 @@ impl Caches {
             self.client.clone(),
             resource,
             gvk.clone(),
-            scope.clone(),
+            (scope.clone(), selector.clone()),
             Arc::downgrade(&cache),
         ));
         *cache.task.lock().unwrap_or_else(PoisonError::into_inner) = Some(task);
         caches.insert(key, Arc::downgrade(&cache));
         caches.retain(|_, cache| cache.strong_count() > 0);
         match &scope {
-            None => tracing::info!(kind = %gvk, "watching"),
-            Some(namespaces) => tracing::info!(kind = %gvk, ?namespaces, "watching"),
+            None => tracing::info!(kind = %gvk, selector, "watching"),
+            Some(namespaces) => tracing::info!(kind = %gvk, ?namespaces, selector, "watching"),
         }
         Ok(cache)
     }
 
-    /// A running cache of `gvk` for `namespaces`, also when the kind turns out to be cluster-scoped.
-    fn alive_cache(&self, gvk: &Gvk, namespaces: &Namespaces) -> Option<Arc<KindCache>> {
+    /// A running cache of `gvk` for `namespaces` and `selector`, also when the kind turns out to be
+    /// cluster-scoped.
+    fn alive_cache(&self, gvk: &Gvk, namespaces: &Namespaces, selector: &Option<String>) -> Option<Arc<KindCache>> {
         let caches = self.caches.lock().unwrap_or_else(PoisonError::into_inner);
         caches
-            .get(&(gvk.clone(), namespaces.clone()))
+            .get(&(gvk.clone(), namespaces.clone(), selector.clone()))
             .and_then(Weak::upgrade)
             .or_else(|| {
                 caches
-                    .get(&(gvk.clone(), None))
+                    .get(&(gvk.clone(), None, selector.clone()))
                     .and_then(Weak::upgrade)
                     .filter(|cache| !cache.namespaced)
             })
@@ -788,7 +857,17 @@ impl Caches {
 /// Feeds a cache from its watches until the cache is dropped: one on all namespaces, or one per namespace of
 /// its scope. The kube watcher re-lists on 410 Gone, uses bookmarks, and backs off on errors; a re-list of one
 /// namespace replaces only that namespace's objects. The cache is synced once every watch has listed.
-async fn run_watch(client: Client, resource: ApiResource, gvk: Gvk, scope: Namespaces, cache: Weak<KindCache>) {
+async fn run_watch(
+    client: Client,
+    resource: ApiResource,
+    gvk: Gvk,
+    (scope, selector): (Namespaces, Option<String>),
+    cache: Weak<KindCache>,
+) {
+    let config = match &selector {
+        Some(selector) => watcher::Config::default().labels(selector),
+        None => watcher::Config::default(),
+    };
     let watches: Vec<(Option<String>, Api<DynamicObject>)> = match &scope {
         None => vec![(None, Api::all_with(client, &resource))],
         Some(namespaces) => namespaces
@@ -803,7 +882,7 @@ async fn run_watch(client: Client, resource: ApiResource, gvk: Gvk, scope: Names
     };
     let mut unsynced: HashSet<Option<String>> = watches.iter().map(|(namespace, _)| namespace.clone()).collect();
     let mut stream = futures::stream::select_all(watches.into_iter().map(|(namespace, api)| {
-        watcher(api, watcher::Config::default())
+        watcher(api, config.clone())
             .default_backoff()
             .map(move |event| (namespace.clone(), event))
             .boxed()
@@ -889,6 +968,7 @@ impl KindCache {
             resource,
             namespaced,
             namespaces,
+            selector: None,
             state: RwLock::default(),
             sync: watch::channel(CacheSync::Synced).0,
             subscribers: RwLock::default(),
@@ -1022,6 +1102,42 @@ mod tests {
         let mut keys: Vec<String> = cache.list(None).iter().map(|o| o.key.to_string()).collect();
         keys.sort();
         assert_eq!(keys, ["a/x", "b/z"]);
+    }
+
+    #[test]
+    fn a_write_overtaken_by_its_deletion_does_not_bring_the_object_back() {
+        let cache = KindCache::detached(config_map_kind(), true, None);
+        cache.apply_watched(dynamic(in_namespace("a", "x", "1")));
+        // The watch reports the deletion before the host folds in its last write's response (say, removing the
+        // finalizer that let the object go).
+        cache.delete_watched(&dynamic(in_namespace("a", "x", "2")));
+        cache.record_write(dynamic(in_namespace("a", "x", "2")), None);
+        assert!(cache.is_empty(), "a deleted object came back");
+        // A new object of that name is another incarnation, and the watch is always believed.
+        let mut recreated = in_namespace("a", "x", "3");
+        recreated["metadata"]["uid"] = json!("uid-new");
+        cache.record_write(dynamic(recreated), None);
+        assert_eq!(cache.len(), 1);
+        cache.delete_watched(&dynamic(in_namespace("a", "x", "4")));
+        cache.apply_watched(dynamic(in_namespace("a", "x", "5")));
+        assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
+    fn a_write_that_takes_an_object_out_of_a_selected_share_removes_it() {
+        let mut cache = KindCache::detached(config_map_kind(), true, None);
+        Arc::get_mut(&mut cache).expect("not shared yet").selector = Some(Selector {
+            text: "shard=a".into(),
+            parsed: wasm_reconciler_apiserver::selector::LabelSelector::parse("shard=a").unwrap(),
+        });
+        let mut mine = in_namespace("n", "x", "1");
+        mine["metadata"]["labels"] = json!({"shard": "a"});
+        cache.record_write(dynamic(mine), None);
+        assert_eq!(cache.len(), 1);
+        assert_eq!(cache.selector(), Some("shard=a"));
+        let released = in_namespace("n", "x", "2");
+        cache.record_write(dynamic(released), None);
+        assert!(cache.is_empty(), "an object labelled for another share left the cache");
     }
 
     #[test]

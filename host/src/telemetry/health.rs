@@ -12,6 +12,9 @@ pub enum NotReady {
     /// Leader election is on and another replica holds the Lease.
     #[error("not the leader")]
     NotLeader,
+    /// Sharded mode is on and this replica does not hold its membership Lease.
+    #[error("not a member of the shard ring")]
+    NotMember,
 }
 
 /// The host's health flags. Cheap to clone: every clone shares the same flags.
@@ -29,6 +32,7 @@ struct HealthFlags {
     synced: AtomicBool,
     leader: AtomicBool,
     leader_election: AtomicBool,
+    sharding: AtomicBool,
 }
 
 impl Default for Health {
@@ -46,6 +50,7 @@ impl Health {
                 synced: AtomicBool::new(false),
                 leader: AtomicBool::new(false),
                 leader_election: AtomicBool::new(false),
+                sharding: AtomicBool::new(false),
             }),
         }
     }
@@ -70,6 +75,12 @@ impl Health {
         self.flags.leader_election.store(enabled, Ordering::Release);
     }
 
+    /// Sets whether sharded mode is on: the Lease readiness waits for (with leader election on) is then this
+    /// replica's membership Lease.
+    pub fn set_sharding(&self, enabled: bool) {
+        self.flags.sharding.store(enabled, Ordering::Release);
+    }
+
     /// Whether the host is live.
     pub fn is_live(&self) -> bool {
         self.flags.live.load(Ordering::Acquire)
@@ -80,7 +91,11 @@ impl Health {
     pub fn readiness(&self) -> Result<(), NotReady> {
         let flags = &self.flags;
         if flags.leader_election.load(Ordering::Acquire) && !flags.leader.load(Ordering::Acquire) {
-            return Err(NotReady::NotLeader);
+            return Err(if flags.sharding.load(Ordering::Acquire) {
+                NotReady::NotMember
+            } else {
+                NotReady::NotLeader
+            });
         }
         if !flags.synced.load(Ordering::Acquire) {
             return Err(NotReady::CachesNotSynced);
@@ -122,6 +137,18 @@ mod tests {
         assert!(health.is_ready());
         health.set_leader(false);
         assert_eq!(health.readiness(), Err(NotReady::NotLeader));
+    }
+
+    #[test]
+    fn in_sharded_mode_a_replica_without_its_membership_lease_is_not_ready() {
+        let health = Health::new();
+        health.set_leader_election(true);
+        health.set_sharding(true);
+        health.set_synced(true);
+        assert_eq!(health.readiness(), Err(NotReady::NotMember));
+        health.set_leader(true);
+        assert!(health.is_ready());
+        assert_eq!(NotReady::NotMember.to_string(), "not a member of the shard ring");
     }
 
     #[test]

@@ -64,6 +64,21 @@ struct PluginInfoLabels {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ShardLabels {
+    shard: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct RoleLabels {
+    role: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct KindLabels {
     kind: String,
 }
@@ -102,6 +117,9 @@ struct MetricsInner {
     outbound_requests: Family<PluginResultLabels, Counter>,
     leader: Gauge,
     cache_objects: Family<KindLabels, Gauge>,
+    shard_objects: Family<ShardLabels, Gauge>,
+    shard_moves: Family<ReasonLabels, Counter>,
+    shard_roles: Family<RoleLabels, Gauge>,
     series: Mutex<HashMap<String, PluginSeries>>,
 }
 
@@ -201,6 +219,25 @@ impl Metrics {
             "Objects held in the informer cache, by kind",
             cache_objects.clone(),
         );
+        let shard_objects = Family::default();
+        registry.register(
+            "shard_objects",
+            "Sharded mode, on the sharder: primaries assigned to each live replica",
+            shard_objects.clone(),
+        );
+        let shard_moves = Family::default();
+        registry.register(
+            "shard_moves",
+            "Sharded mode, on the sharder: primaries (re)assigned, by reason (unassigned, replica_gone, drained)",
+            shard_moves.clone(),
+        );
+        let shard_roles = Family::default();
+        registry.register(
+            "shard_role",
+            "Sharded mode: 1 while this replica holds the role (member: its membership Lease; sharder: the sharder \
+             Lease), else 0",
+            shard_roles.clone(),
+        );
         Self {
             inner: Arc::new(MetricsInner {
                 registry,
@@ -217,6 +254,9 @@ impl Metrics {
                 outbound_requests,
                 leader,
                 cache_objects,
+                shard_objects,
+                shard_moves,
+                shard_roles,
                 series: Mutex::new(HashMap::new()),
             }),
         }
@@ -378,6 +418,32 @@ impl Metrics {
         self.inner.leader.set(i64::from(leader));
     }
 
+    /// Sets the primaries assigned per live replica (replicas not listed are dropped from the family).
+    pub fn set_shard_objects<'a>(&self, shares: impl IntoIterator<Item = (&'a str, usize)>) {
+        self.inner.shard_objects.clear();
+        for (shard, count) in shares {
+            self.inner
+                .shard_objects
+                .get_or_create(&ShardLabels {
+                    shard: shard.to_owned(),
+                })
+                .set(saturating_i64(count));
+        }
+    }
+
+    /// Counts one primary (re)assigned by the sharder.
+    pub fn record_shard_move(&self, reason: &'static str) {
+        self.inner.shard_moves.get_or_create(&ReasonLabels { reason }).inc();
+    }
+
+    /// Sets whether this replica holds a sharding role: `member` or `sharder`.
+    pub fn set_shard_role(&self, role: &'static str, held: bool) {
+        self.inner
+            .shard_roles
+            .get_or_create(&RoleLabels { role })
+            .set(i64::from(held));
+    }
+
     /// Sets how many objects of `kind` the informer cache holds.
     pub fn set_cached_objects(&self, kind: &str, count: usize) {
         self.inner
@@ -491,6 +557,9 @@ mod tests {
         metrics.record_plugin_load("p", true);
         metrics.set_plugin_info("p", "abcd", "0.1.0");
         metrics.set_cached_objects("v1/ConfigMap", 1);
+        metrics.set_shard_objects([("host-a", 2)]);
+        metrics.record_shard_move("unassigned");
+        metrics.set_shard_role("sharder", true);
         let text = metrics.encode();
         for (name, kind) in [
             ("wasm_reconciler_reconcile", "counter"),
@@ -505,6 +574,9 @@ mod tests {
             ("wasm_reconciler_plugin_memory_exhausted", "counter"),
             ("wasm_reconciler_leader", "gauge"),
             ("wasm_reconciler_cache_objects", "gauge"),
+            ("wasm_reconciler_shard_objects", "gauge"),
+            ("wasm_reconciler_shard_moves", "counter"),
+            ("wasm_reconciler_shard_role", "gauge"),
         ] {
             assert!(
                 text.contains(&format!("# TYPE {name} {kind}\n")),
@@ -733,6 +805,33 @@ mod tests {
         ));
         metrics.set_leader(false);
         assert!(has_sample(&metrics, "wasm_reconciler_leader 0"));
+    }
+
+    #[test]
+    fn shard_gauges_follow_the_live_replicas() {
+        let metrics = Metrics::new();
+        metrics.set_shard_objects([("host-a", 2), ("host-b", 1)]);
+        assert!(has_sample(
+            &metrics,
+            r#"wasm_reconciler_shard_objects{shard="host-a"} 2"#
+        ));
+        metrics.set_shard_objects([("host-b", 3)]);
+        assert!(has_sample(
+            &metrics,
+            r#"wasm_reconciler_shard_objects{shard="host-b"} 3"#
+        ));
+        assert!(
+            !metrics.encode().contains(r#"shard="host-a""#),
+            "a replica that left drops out"
+        );
+        metrics.record_shard_move("drained");
+        metrics.record_shard_move("drained");
+        assert!(has_sample(
+            &metrics,
+            r#"wasm_reconciler_shard_moves_total{reason="drained"} 2"#
+        ));
+        metrics.set_shard_role("member", true);
+        assert!(has_sample(&metrics, r#"wasm_reconciler_shard_role{role="member"} 1"#));
     }
 
     #[test]

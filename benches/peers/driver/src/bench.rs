@@ -38,8 +38,8 @@ pub struct Settings {
     pub in_flight: usize,
     /// Rounds; every contender runs once per round.
     pub rounds: usize,
-    /// ConfigMaps in the cluster for the memory-at-rest measurement (0 skips it).
-    pub cached_config_maps: usize,
+    /// ConfigMaps in the cluster for the memory-at-rest measurements, ascending (empty skips them).
+    pub cached_config_maps: Vec<usize>,
     /// How long a contender must make no request and use (almost) no CPU to count as idle.
     pub quiet: Duration,
     /// Longest wait for a converge or a deletion.
@@ -94,6 +94,8 @@ pub struct CachedResult {
     pub contender: Contender,
     /// Which round (from 1).
     pub round: usize,
+    /// ConfigMaps in the cluster.
+    pub cached: usize,
     /// Start until ready and idle.
     pub startup: Duration,
     /// At rest.
@@ -174,7 +176,7 @@ pub async fn run(settings: Settings) -> Result<Outcome> {
             runs.push(result);
         }
     }
-    let cached = if settings.cached_config_maps > 0 {
+    let cached = if !settings.cached_config_maps.is_empty() {
         bench.cached_runs().await?
     } else {
         Vec::new()
@@ -367,18 +369,25 @@ impl Bench<'_> {
         let settings = self.settings;
         let namespace = "peers-cached";
         load::create_namespace(&self.client, namespace).await?;
-        let filling = Instant::now();
-        load::create_filler_config_maps(&self.client, namespace, settings.cached_config_maps, settings.in_flight)
-            .await?;
-        tracing::info!(
-            count = settings.cached_config_maps,
-            seconds = filling.elapsed().as_secs_f64(),
-            "cluster filled"
-        );
         let mut results = Vec::new();
+        let mut filled = 0;
+        for &count in &settings.cached_config_maps {
+            let filling = Instant::now();
+            load::create_filler_config_maps(&self.client, namespace, filled..count, settings.in_flight).await?;
+            filled = count;
+            tracing::info!(count, seconds = filling.elapsed().as_secs_f64(), "cluster filled");
+            self.cached_rounds(count, &mut results).await?;
+        }
+        load::delete_namespace(&self.client, namespace, Duration::from_secs(300)).await?;
+        Ok(results)
+    }
+
+    /// Every contender started on a cluster holding `count` filler ConfigMaps, once per round.
+    async fn cached_rounds(&self, count: usize, results: &mut Vec<CachedResult>) -> Result<()> {
+        let settings = self.settings;
         for round in 1..=settings.rounds {
             for contender in rotated(&settings.contenders, round - 1) {
-                let tag = format!("{}-cached-r{round}", contender.slug());
+                let tag = format!("{}-cached{count}-r{round}", contender.slug());
                 let Started {
                     mut process,
                     proxy,
@@ -388,12 +397,14 @@ impl Bench<'_> {
                 tracing::info!(
                     contender = contender.label(),
                     round,
+                    count,
                     rss_mib = mib(sample.rss_bytes),
                     "at rest with the cache filled"
                 );
                 results.push(CachedResult {
                     contender,
                     round,
+                    cached: count,
                     startup,
                     sample,
                     requests: proxy.log().counts(),
@@ -402,8 +413,7 @@ impl Bench<'_> {
                 proxy.stop();
             }
         }
-        load::delete_namespace(&self.client, namespace, Duration::from_secs(300)).await?;
-        Ok(results)
+        Ok(())
     }
 }
 

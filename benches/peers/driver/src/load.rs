@@ -203,11 +203,16 @@ pub async fn strip_finalizers(client: &Client, namespace: &str) -> Result<()> {
     Ok(())
 }
 
-/// Creates `count` ConfigMaps that look like children (the set label, two labels, five data keys) but belong
-/// to no set, so that every contender caches them.
-pub async fn create_filler_config_maps(client: &Client, namespace: &str, count: usize, in_flight: usize) -> Result<()> {
+/// Creates the ConfigMaps numbered `indexes`, which look like children (the set label, two labels, five data keys)
+/// but belong to no set, so that every contender caches them.
+pub async fn create_filler_config_maps(
+    client: &Client,
+    namespace: &str,
+    indexes: std::ops::Range<usize>,
+    in_flight: usize,
+) -> Result<()> {
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    stream::iter(0..count)
+    stream::iter(indexes)
         .map(|index| {
             let config_maps = config_maps.clone();
             async move {

@@ -48,9 +48,10 @@ struct Args {
     /// Rounds (every contender runs once per round).
     #[arg(long, default_value_t = 3)]
     rounds: usize,
-    /// ConfigMaps in the cluster for the memory-at-rest runs (0 skips them).
-    #[arg(long, default_value_t = 10_000)]
-    cached_config_maps: usize,
+    /// ConfigMaps in the cluster for the memory-at-rest runs, one measurement per count (comma-separated, ascending;
+    /// 0 skips them).
+    #[arg(long, value_delimiter = ',', default_values_t = [10_000, 100_000])]
+    cached_config_maps: Vec<usize>,
     /// Seconds without requests (and with at most 5% of a CPU) that count as idle.
     #[arg(long, default_value_t = 1.0)]
     quiet_seconds: f64,
@@ -95,7 +96,12 @@ async fn main() -> Result<()> {
         replicas: args.replicas,
         in_flight: args.in_flight,
         rounds: args.rounds.max(1),
-        cached_config_maps: args.cached_config_maps,
+        cached_config_maps: {
+            let mut counts: Vec<usize> = args.cached_config_maps.iter().copied().filter(|&n| n > 0).collect();
+            counts.sort_unstable();
+            counts.dedup();
+            counts
+        },
         quiet: Duration::from_secs_f64(args.quiet_seconds),
         phase_timeout: Duration::from_secs(args.phase_timeout_seconds),
         programs: Programs {

@@ -94,7 +94,11 @@ pub fn render(outcome: &Outcome, versions: &Versions) -> String {
         out,
         "- Load: {} ConfigMapSets × {} replicas, created and deleted {} at a time; {} round(s), contenders \
          interleaved; {} cached ConfigMaps for the memory-at-rest runs",
-        settings.sets, settings.replicas, settings.in_flight, settings.rounds, settings.cached_config_maps
+        settings.sets,
+        settings.replicas,
+        settings.in_flight,
+        settings.rounds,
+        counts(&settings.cached_config_maps)
     );
     let _ = writeln!(
         out,
@@ -125,8 +129,23 @@ fn runs_of(outcome: &Outcome, contender: Contender) -> impl Iterator<Item = &Run
     outcome.runs.iter().filter(move |run| run.contender == contender)
 }
 
-fn cached_of(outcome: &Outcome, contender: Contender) -> impl Iterator<Item = &CachedResult> {
-    outcome.cached.iter().filter(move |run| run.contender == contender)
+fn cached_of(outcome: &Outcome, contender: Contender, count: usize) -> impl Iterator<Item = &CachedResult> {
+    outcome
+        .cached
+        .iter()
+        .filter(move |run| run.contender == contender && run.cached == count)
+}
+
+/// `10000 and 100000`, `10000`, `none`.
+fn counts(counts: &[usize]) -> String {
+    match counts {
+        [] => "no".to_owned(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!(
+            "{} and {last}",
+            rest.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+        ),
+    }
 }
 
 fn summary(out: &mut String, outcome: &Outcome) {
@@ -243,27 +262,18 @@ fn summary(out: &mut String, outcome: &Outcome) {
             .collect();
         let _ = writeln!(out, "| {name} | {} |", cells.join(" | "));
     }
-    if !outcome.cached.is_empty() {
+    for &count in &settings.cached_config_maps {
         let rows: [(String, CachedMetric); 3] = [
             (
-                format!(
-                    "RSS at rest with {} cached ConfigMaps (MiB)",
-                    settings.cached_config_maps
-                ),
+                format!("RSS at rest with {count} cached ConfigMaps (MiB)"),
                 Box::new(|r: &CachedResult| mib(r.sample.rss_bytes)),
             ),
             (
-                format!(
-                    "peak RSS while listing {} ConfigMaps (MiB)",
-                    settings.cached_config_maps
-                ),
+                format!("peak RSS while listing {count} ConfigMaps (MiB)"),
                 Box::new(|r: &CachedResult| mib(r.sample.peak_rss_bytes)),
             ),
             (
-                format!(
-                    "start → ready and idle with {} ConfigMaps (s)",
-                    settings.cached_config_maps
-                ),
+                format!("start → ready and idle with {count} ConfigMaps (s)"),
                 Box::new(|r: &CachedResult| r.startup.as_secs_f64()),
             ),
         ];
@@ -271,7 +281,8 @@ fn summary(out: &mut String, outcome: &Outcome) {
             let cells: Vec<String> = contenders
                 .iter()
                 .map(|&contender| {
-                    Spread::of(cached_of(outcome, contender).map(metric)).map_or_else(|| "—".to_owned(), |s| s.show(1))
+                    Spread::of(cached_of(outcome, contender, count).map(metric))
+                        .map_or_else(|| "—".to_owned(), |s| s.show(1))
                 })
                 .collect();
             let _ = writeln!(out, "| {name} | {} |", cells.join(" | "));
@@ -359,20 +370,17 @@ fn per_round(out: &mut String, outcome: &Outcome) {
 }
 
 fn cached_rounds(out: &mut String, outcome: &Outcome) {
+    let _ = writeln!(out, "## At rest with a full cache, per round\n");
     let _ = writeln!(
         out,
-        "## At rest with {} ConfigMaps in the cluster, per round\n",
-        outcome.settings.cached_config_maps
+        "| ConfigMaps in the cluster | contender | round | RSS at rest | peak RSS | start → idle (s) | requests until idle |"
     );
-    let _ = writeln!(
-        out,
-        "| contender | round | RSS at rest | peak RSS | start → idle (s) | requests until idle |"
-    );
-    let _ = writeln!(out, "|---|---|---|---|---|---|");
+    let _ = writeln!(out, "|---:|---|---|---|---|---|---|");
     for run in &outcome.cached {
         let _ = writeln!(
             out,
-            "| {} | {} | {:.1} MiB | {:.1} MiB | {:.2} | {} |",
+            "| {} | {} | {} | {:.1} MiB | {:.1} MiB | {:.2} | {} |",
+            run.cached,
             run.contender.label(),
             run.round,
             mib(run.sample.rss_bytes),
@@ -412,8 +420,9 @@ watch has seen the last set go.\n\
 - **CPU and memory** of the contender's process from `/proc/<pid>/stat` (user + system) and `/proc/<pid>/status` \
 (`VmRSS`, `VmHWM`). Peak RSS is over the whole run of that process.\n\
 - **Memory at rest with a full cache.** After the rounds, {cached} ConfigMaps (two labels including the set label \
-of sets that do not exist, five data keys) are created in one namespace; each contender is then started on that \
-cluster, once per round, and measured once ready and idle. Every contender but Kopf caches all ConfigMaps, since it \
+of sets that do not exist, five data keys) are created in one namespace, the larger count by adding to the \
+smaller; at each count every contender is started on that cluster, once per round, and measured once ready and \
+idle. Every contender but Kopf caches all ConfigMaps, since it \
 owns them.\n\
 - **Caveats.** A shared {cpus}-CPU machine: the API server, the driver (and its proxy) and the contender share \
 the CPUs, so absolute times depend on the machine's other work (see the load averages); compare contenders \
@@ -423,7 +432,7 @@ within one run. The embedded API server answers faster than a real kube-apiserve
         sets = settings.sets,
         replicas = settings.replicas,
         in_flight = settings.in_flight,
-        cached = settings.cached_config_maps,
+        cached = counts(&settings.cached_config_maps),
         cpus = outcome.machine.cpus,
     )
 }
@@ -440,5 +449,13 @@ mod tests {
         assert_eq!(spread.show(1), "2.0 (1.0–3.0)");
         assert_eq!(Spread::of([5.0]).unwrap().show(0), "5");
         assert!(Spread::of([]).is_none());
+    }
+
+    #[test]
+    fn counts_read_as_a_list() {
+        assert_eq!(counts(&[]), "no");
+        assert_eq!(counts(&[10_000]), "10000");
+        assert_eq!(counts(&[10_000, 100_000]), "10000 and 100000");
+        assert_eq!(counts(&[1, 2, 3]), "1, 2 and 3");
     }
 }
