@@ -31,7 +31,7 @@ const DELETED: usize = 300;
 const SETS_BEFORE_REPLICAS: usize = 300;
 const SET_KIND: &str = "examples.wasm-reconciler.io/v1alpha1/ConfigMapSet";
 /// Short leases, so that a crash is noticed within seconds.
-const LEASE: Duration = Duration::from_secs(6);
+const LEASE: Duration = Duration::from_secs(10);
 
 struct Replica {
     identity: &'static str,
@@ -101,6 +101,25 @@ async fn sets(api: &Api<DynamicObject>) -> Vec<(String, Option<String>, bool, bo
         .collect()
 }
 
+/// Like [`wait_for`], checking once a second: each check lists thousands of objects.
+async fn wait_slowly<T, Fut: std::future::Future<Output = Option<T>>>(
+    timeout: Duration,
+    what: &str,
+    mut check: impl FnMut() -> Fut,
+) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
 /// Sets per shard label, once all `SETS` are Ready, labelled for one of `replicas` (each holding some), and none
 /// draining.
 async fn wait_converged(
@@ -109,7 +128,7 @@ async fn wait_converged(
     timeout: Duration,
     what: &str,
 ) -> BTreeMap<String, usize> {
-    wait_for(timeout, what, || async {
+    wait_slowly(timeout, what, || async {
         let sets = sets(api).await;
         let settled = sets.len() == SETS - DELETED
             && sets.iter().all(|(_, shard, ready, draining)| {
@@ -254,7 +273,7 @@ async fn replicas_share_the_primaries_survive_a_crash_and_rebalance_on_join() ->
     println!("{SETS} sets created {:?} into the test", began.elapsed());
 
     // Mid-converge, one replica crashes.
-    wait_for(Duration::from_secs(120), "a fifth of the sets to be Ready", || async {
+    wait_slowly(Duration::from_secs(120), "a fifth of the sets to be Ready", || async {
         (sets(&api).await.iter().filter(|(_, _, ready, _)| *ready).count() >= SETS / 5).then_some(())
     })
     .await;

@@ -76,6 +76,52 @@ impl MoveReason {
     }
 }
 
+/// What the sharder knows of one replica's membership Lease. A replica is judged on the sharder's own clock, as
+/// Kubernetes leader election judges a leader: live until a whole lease duration has passed since the sharder last
+/// saw its Lease renewed. Neither clock skew nor a watch that delivers late can make a live replica look gone
+/// before its own deadline (it stops a quarter of a duration after its last renewal was sent; the sharder's count
+/// starts no earlier than that renewal arrived).
+#[derive(Debug, Clone)]
+struct Member {
+    holder: Option<String>,
+    renewed: Option<Timestamp>,
+    duration: Duration,
+    /// When the sharder saw the holder or the renewal time change.
+    changed_at: tokio::time::Instant,
+}
+
+impl Member {
+    /// `previous`, updated with `lease` as received at `received`.
+    fn observe(previous: Option<Member>, lease: &Lease, received: tokio::time::Instant) -> Member {
+        let spec = lease.spec.as_ref();
+        let holder = spec.and_then(|s| s.holder_identity.clone()).filter(|h| !h.is_empty());
+        let renewed = spec.and_then(|s| s.renew_time.as_ref()).map(|t| t.0);
+        let duration = Duration::from_secs(
+            spec.and_then(|s| s.lease_duration_seconds)
+                .and_then(|s| u64::try_from(s).ok())
+                .unwrap_or(15),
+        );
+        let changed_at = match previous {
+            Some(previous) if previous.holder == holder && previous.renewed == renewed => previous.changed_at,
+            Some(_) => received,
+            // First sight (a sharder just started): a Lease its own timestamps show long expired is gone now;
+            // any other gets a whole duration from now.
+            None if is_live(lease, Timestamp::now()) => received,
+            None => received.checked_sub(duration).unwrap_or(received),
+        };
+        Member {
+            holder,
+            renewed,
+            duration,
+            changed_at,
+        }
+    }
+
+    fn is_live(&self, now: tokio::time::Instant) -> bool {
+        self.holder.is_some() && now.saturating_duration_since(self.changed_at) < self.duration
+    }
+}
+
 /// What the sharder knows of one object.
 #[derive(Debug, Clone)]
 struct Entry {
@@ -108,7 +154,8 @@ impl Drop for Store {
 }
 
 enum Message {
-    Lease(Event<Lease>),
+    /// A membership Lease event, and when the watch received it.
+    Lease(Event<Lease>, tokio::time::Instant),
     Object(Gvk, Option<String>, Event<PartialObjectMeta<DynamicObject>>),
 }
 
@@ -132,7 +179,7 @@ struct Sharder {
     shard_key: String,
     drain_key: String,
     metrics: Option<Metrics>,
-    members: HashMap<String, Lease>,
+    members: HashMap<String, Member>,
     stores: BTreeMap<Gvk, Store>,
     kinds: Vec<ShardedKinds>,
     /// Writes sent whose watch event has not arrived yet: (kind, key) → the resourceVersion written against.
@@ -162,7 +209,7 @@ pub async fn run(
             while let Some(event) = events.next().await {
                 match event {
                     Ok(event) => {
-                        if tx.send(Message::Lease(event)).is_err() {
+                        if tx.send(Message::Lease(event, tokio::time::Instant::now())).is_err() {
                             return;
                         }
                     }
@@ -209,6 +256,10 @@ pub async fn run(
                 }
             }
             _ = ticker.tick() => {
+                // Lease events that queued while a pass was writing count before anyone is judged gone.
+                while let Ok(message) = rx.try_recv() {
+                    dirty |= sharder.absorb(message);
+                }
                 if sharder.kinds.iter().any(|k| !sharder.stores.contains_key(&k.primary)) {
                     // A kind whose discovery failed: try again.
                     sharder.follow_kinds(sharder.kinds.clone()).await;
@@ -289,11 +340,12 @@ impl Sharder {
     /// Folds in one watch event; true when it may change an assignment.
     fn absorb(&mut self, message: Message) -> bool {
         match message {
-            Message::Lease(event) => {
+            Message::Lease(event, received) => {
                 match event {
                     Event::Apply(lease) | Event::InitApply(lease) => {
-                        if let Some(holder) = lease_member(&lease, &self.ring_name) {
-                            self.members.insert(holder, lease);
+                        if let Some(member) = lease_member(&lease, &self.ring_name) {
+                            let seen = Member::observe(self.members.remove(&member), &lease, received);
+                            self.members.insert(member, seen);
                         }
                     }
                     Event::Delete(lease) => {
@@ -378,11 +430,11 @@ impl Sharder {
 
     /// The replicas whose membership Lease is live now, sorted.
     fn live(&self) -> Vec<String> {
-        let now = Timestamp::now();
+        let now = tokio::time::Instant::now();
         let mut live: Vec<String> = self
             .members
             .iter()
-            .filter(|(_, lease)| is_live(lease, now))
+            .filter(|(_, member)| member.is_live(now))
             .map(|(member, _)| member.clone())
             .collect();
         live.sort();
@@ -614,6 +666,60 @@ fn spawn_watch(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn lease(holder: Option<&str>, renewed: Timestamp) -> Lease {
+        Lease {
+            metadata: Default::default(),
+            spec: Some(k8s_openapi::api::coordination::v1::LeaseSpec {
+                holder_identity: holder.map(str::to_owned),
+                renew_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(renewed)),
+                lease_duration_seconds: Some(10),
+                ..Default::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn a_member_is_live_until_a_duration_passes_on_the_sharders_clock_without_a_renewal() {
+        let start = tokio::time::Instant::now();
+        let now = Timestamp::now();
+        let seen = Member::observe(None, &lease(Some("a"), now), start);
+        assert!(seen.is_live(start + Duration::from_secs(9)));
+        assert!(!seen.is_live(start + Duration::from_secs(10)));
+        // The same renewal seen again (a re-list) does not extend it; a new renewal does.
+        let again = Member::observe(
+            Some(seen.clone()),
+            &lease(Some("a"), now),
+            start + Duration::from_secs(5),
+        );
+        assert!(!again.is_live(start + Duration::from_secs(10)));
+        let renewed = Member::observe(
+            Some(seen),
+            &lease(Some("a"), now + k8s_openapi::jiff::SignedDuration::from_secs(2)),
+            start + Duration::from_secs(5),
+        );
+        assert!(renewed.is_live(start + Duration::from_secs(14)));
+        // Whatever its renewal time says (another clock, a late watch), the member is judged by when the sharder
+        // saw it change.
+        let skewed = Member::observe(
+            None,
+            &lease(Some("a"), now - k8s_openapi::jiff::SignedDuration::from_secs(8)),
+            start,
+        );
+        assert!(skewed.is_live(start + Duration::from_secs(9)));
+    }
+
+    #[test]
+    fn released_and_long_expired_leases_are_not_live() {
+        let start = tokio::time::Instant::now() + Duration::from_secs(60);
+        let now = Timestamp::now();
+        assert!(!Member::observe(None, &lease(None, now), start).is_live(start));
+        let stale = lease(Some("a"), now - k8s_openapi::jiff::SignedDuration::from_secs(3600));
+        assert!(
+            !Member::observe(None, &stale, start).is_live(start),
+            "a Lease expired long ago is gone at first sight"
+        );
+    }
 
     #[test]
     fn membership_leases_name_their_replica() {
