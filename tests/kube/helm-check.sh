@@ -276,7 +276,8 @@ check_lint() {
 	"$helm" lint --strict "$chart" &&
 		"$helm" lint --strict "$chart" --set examples.enabled=true &&
 		"$helm" lint --strict "$chart" --namespace team-a -f "$work/custom-values.yaml" &&
-		"$helm" lint --strict "$chart" --set replicaCount=1,leaderElection.enabled=false,metrics.service.enabled=false,rbac.create=false,serviceAccount.create=false,serviceAccount.name=existing
+		"$helm" lint --strict "$chart" --set replicaCount=1,leaderElection.enabled=false,metrics.service.enabled=false,rbac.create=false,serviceAccount.create=false,serviceAccount.name=existing &&
+		"$helm" lint --strict "$chart" --set sharding.enabled=true,leaderElection.enabled=false,replicaCount=3
 }
 
 # refused MESSAGE ARGS...: helm template fails with MESSAGE, and helm lint --strict too: values.schema.json refuses
@@ -339,6 +340,25 @@ check_defaults_match_kustomize() {
 		normalise "$work/defaults.yaml" "$work/objects/helm-defaults" || return 1
 	compare_objects "$work/objects/kustomize" "$work/objects/helm-defaults" \
 		"${only_in_kustomize_always[@]}" "${only_in_kustomize_without_examples[@]}"
+}
+
+# Sharded mode: the chart's sharding.enabled matches deploy/'s sharding Component, applied from an overlay.
+check_sharding_matches_kustomize() {
+	rm -rf "$work/deploy-copy" "$work/sharded" && cp -r "$root/deploy" "$work/deploy-copy" && mkdir -p "$work/sharded" || return 1
+	printf 'resources: [../deploy-copy]\ncomponents: [../deploy-copy/sharding]\n' >"$work/sharded/kustomization.yaml"
+	kubectl kustomize "$work/sharded" >"$work/kustomize-sharded.yaml" || return 1
+	normalise "$work/kustomize-sharded.yaml" "$work/objects/kustomize-sharded" || return 1
+	render "$work/sharded.yaml" wasm-reconciler "$chart" --namespace wasm-reconciler --set examples.enabled=true \
+		--set sharding.enabled=true --set replicaCount=3 &&
+		normalise "$work/sharded.yaml" "$work/objects/helm-sharded" || return 1
+	compare_objects "$work/objects/kustomize-sharded" "$work/objects/helm-sharded" "${only_in_kustomize_always[@]}" || return 1
+	local args
+	args="$(jq -c '.[] | select(.kind == "Deployment") | .spec.template.spec.containers[0].args' "$work/sharded.yaml.json")"
+	contains "sharded args" "$args" '"--sharding"' || return 1
+	if grep -qF -- '--leader-elect' <<<"$args"; then
+		echo "sharded args still elect a leader: $args"
+		return 1
+	fi
 }
 
 check_custom_values_rendered() {
@@ -586,10 +606,11 @@ check_uninstall() {
 # --- run -------------------------------------------------------------------------------------------------------------
 
 check "Chart.yaml version and appVersion are the workspace version" check_chart_version
-check "helm lint --strict (defaults, examples, non-default values, all switched off)" check_lint
+check "helm lint --strict (defaults, examples, non-default values, all switched off, sharded)" check_lint
 check "bad values refused by helm lint --strict and helm template, with the reason" check_bad_values_refused
 check "helm template --set examples.enabled=true matches kubectl kustomize deploy/ (but the Namespace)" check_matches_kustomize
 check "helm template with defaults matches kubectl kustomize deploy/ (but the Namespace and the examples)" check_defaults_match_kustomize
+check "helm template --set sharding.enabled=true matches deploy/ with its sharding Component" check_sharding_matches_kustomize
 check "helm template with non-default values" check_custom_values_rendered
 start_cluster
 check "kubectl apply -k deploy/ accepted by the API server (server-side dry run)" check_kustomize_accepted

@@ -85,12 +85,17 @@ Arguments of `wasm-reconciler run`. The lease flags are passed only when they di
 - run
 - --namespace
 - {{ include "wasm-reconciler.pluginNamespace" . }}
+{{- $sharding := and .Values.sharding .Values.sharding.enabled }}
 {{- with .Values.leaderElection }}
-{{- if .enabled }}
+{{- if or .enabled $sharding }}
 {{- if ge (int .renewSeconds) (int .leaseDurationSeconds) }}
 {{- fail (printf "leaderElection.renewSeconds (%d) must be shorter than leaderElection.leaseDurationSeconds (%d)" (int .renewSeconds) (int .leaseDurationSeconds)) }}
 {{- end }}
+{{- if $sharding }}
+- --sharding
+{{- else }}
 - --leader-elect
+{{- end }}
 {{- $lease := include "wasm-reconciler.leaseName" $ }}
 {{- if ne $lease "wasm-reconciler" }}
 - --lease-name
