@@ -141,6 +141,11 @@ bench-scaling: toolchain
 	CONVERGE_SCALING=$${CONVERGE_SCALING:-1000,10000,30000} CONVERGE_ROUNDS=$${CONVERGE_ROUNDS:-1} \
 		$(CARGO) bench -p wasm-reconciler --bench converge
 
+.PHONY: bench-sharding
+## bench-sharding: sharded mode with 1, 2 and 3 replicas at 30,000 cached objects: converge time, RSS per replica (docs/benchmarks/sharding.md; SHARDING_SETS=1000 etc.).
+bench-sharding: toolchain
+	$(CARGO) bench -p wasm-reconciler --bench sharding
+
 .PHONY: bench-peers
 ## bench-peers: the configmapset controller as a wasm plugin, in kube-runtime, controller-runtime and Kopf, side by side (docs/benchmarks/peers.md; PEERS_ARGS="--rounds 5" etc.).
 bench-peers: plugins
