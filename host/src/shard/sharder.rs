@@ -155,8 +155,10 @@ impl Drop for Store {
 
 enum Message {
     /// A membership Lease event, and when the watch received it.
-    Lease(Event<Lease>, tokio::time::Instant),
-    Object(Gvk, Option<String>, Event<PartialObjectMeta<DynamicObject>>),
+    Lease(Box<Event<Lease>>, tokio::time::Instant),
+    /// An object event of a kind (from the watch of one namespace, or of all), already made compact: events queue
+    /// while a pass writes, and full metadata (managedFields and all) would pile up.
+    Object(Gvk, Option<String>, Event<(ObjectKey, Entry)>),
 }
 
 /// One label write.
@@ -209,7 +211,10 @@ pub async fn run(
             while let Some(event) = events.next().await {
                 match event {
                     Ok(event) => {
-                        if tx.send(Message::Lease(event, tokio::time::Instant::now())).is_err() {
+                        if tx
+                            .send(Message::Lease(Box::new(event), tokio::time::Instant::now()))
+                            .is_err()
+                        {
                             return;
                         }
                     }
@@ -320,7 +325,15 @@ impl Sharder {
                 None => HashSet::from([None]),
                 Some(namespaces) => namespaces.iter().cloned().map(Some).collect(),
             };
-            let task = spawn_watch(self.client.clone(), &resource, gvk.clone(), namespaces, self.tx.clone());
+            let labels = (self.shard_key.clone(), self.drain_key.clone());
+            let task = spawn_watch(
+                self.client.clone(),
+                &resource,
+                gvk.clone(),
+                namespaces,
+                labels,
+                self.tx.clone(),
+            );
             tracing::info!(kind = %gvk, "sharder watching metadata");
             self.stores.insert(
                 gvk,
@@ -341,7 +354,7 @@ impl Sharder {
     fn absorb(&mut self, message: Message) -> bool {
         match message {
             Message::Lease(event, received) => {
-                match event {
+                match *event {
                     Event::Apply(lease) | Event::InitApply(lease) => {
                         if let Some(member) = lease_member(&lease, &self.ring_name) {
                             let seen = Member::observe(self.members.remove(&member), &lease, received);
@@ -359,38 +372,15 @@ impl Sharder {
                 true
             }
             Message::Object(gvk, namespace, event) => {
-                let shard_key = self.shard_key.clone();
-                let drain_key = self.drain_key.clone();
                 let Some(store) = self.stores.get_mut(&gvk) else {
                     return false;
-                };
-                let entry_of = |meta: &PartialObjectMeta<DynamicObject>| -> Option<(ObjectKey, Entry)> {
-                    let metadata = &meta.metadata;
-                    let labels = metadata.labels.as_ref();
-                    Some((
-                        ObjectKey::new(metadata.namespace.as_deref(), metadata.name.as_deref()?),
-                        Entry {
-                            uid: metadata.uid.as_deref()?.into(),
-                            resource_version: metadata.resource_version.as_deref().unwrap_or_default().into(),
-                            shard: labels.and_then(|l| l.get(&shard_key)).map(|s| s.as_str().into()),
-                            draining: labels.is_some_and(|l| l.contains_key(&drain_key)),
-                            controller: metadata
-                                .owner_references
-                                .iter()
-                                .flatten()
-                                .find(|o| o.controller == Some(true))
-                                .map(|o| o.uid.as_str().into()),
-                        },
-                    ))
                 };
                 match event {
                     Event::Init => {
                         store.listing.insert(namespace, HashMap::new());
                     }
-                    Event::InitApply(meta) => {
-                        if let (Some(listing), Some((key, entry))) =
-                            (store.listing.get_mut(&namespace), entry_of(&meta))
-                        {
+                    Event::InitApply((key, entry)) => {
+                        if let Some(listing) = store.listing.get_mut(&namespace) {
                             listing.insert(key, entry);
                         }
                     }
@@ -412,15 +402,11 @@ impl Sharder {
                             store.synced = true;
                         }
                     }
-                    Event::Apply(meta) => {
-                        if let Some((key, entry)) = entry_of(&meta) {
-                            store.objects.insert(key, entry);
-                        }
+                    Event::Apply((key, entry)) => {
+                        store.objects.insert(key, entry);
                     }
-                    Event::Delete(meta) => {
-                        if let Some((key, _)) = entry_of(&meta) {
-                            store.objects.remove(&key);
-                        }
+                    Event::Delete((key, _)) => {
+                        store.objects.remove(&key);
                     }
                 }
                 true
@@ -620,12 +606,34 @@ fn lease_member(lease: &Lease, ring: &str) -> Option<String> {
     name.strip_prefix(&format!("{ring}-shard-")).map(str::to_owned)
 }
 
+/// The sharder's entry for an object's metadata; `None` without a name or uid.
+fn entry_of(meta: &PartialObjectMeta<DynamicObject>, shard_key: &str, drain_key: &str) -> Option<(ObjectKey, Entry)> {
+    let metadata = &meta.metadata;
+    let labels = metadata.labels.as_ref();
+    Some((
+        ObjectKey::new(metadata.namespace.as_deref(), metadata.name.as_deref()?),
+        Entry {
+            uid: metadata.uid.as_deref()?.into(),
+            resource_version: metadata.resource_version.as_deref().unwrap_or_default().into(),
+            shard: labels.and_then(|l| l.get(shard_key)).map(|s| s.as_str().into()),
+            draining: labels.is_some_and(|l| l.contains_key(drain_key)),
+            controller: metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|o| o.controller == Some(true))
+                .map(|o| o.uid.as_str().into()),
+        },
+    ))
+}
+
 /// Streams the metadata of `resource` into the sharder: one watch on all namespaces, or one per namespace.
 fn spawn_watch(
     client: kube::Client,
     resource: &ApiResource,
     gvk: Gvk,
     namespaces: Option<BTreeSet<String>>,
+    (shard_key, drain_key): (String, String),
     tx: mpsc::UnboundedSender<Message>,
 ) -> tokio::task::JoinHandle<()> {
     let apis: Vec<(Option<String>, Api<PartialObjectMeta<DynamicObject>>)> = match namespaces {
@@ -651,7 +659,23 @@ fn spawn_watch(
         while let Some((namespace, event)) = events.next().await {
             match event {
                 Ok(event) => {
-                    if tx.send(Message::Object(gvk.clone(), namespace, event)).is_err() {
+                    let compact = match event {
+                        Event::Init => Event::Init,
+                        Event::InitDone => Event::InitDone,
+                        Event::InitApply(meta) => match entry_of(&meta, &shard_key, &drain_key) {
+                            Some(entry) => Event::InitApply(entry),
+                            None => continue,
+                        },
+                        Event::Apply(meta) => match entry_of(&meta, &shard_key, &drain_key) {
+                            Some(entry) => Event::Apply(entry),
+                            None => continue,
+                        },
+                        Event::Delete(meta) => match entry_of(&meta, &shard_key, &drain_key) {
+                            Some(entry) => Event::Delete(entry),
+                            None => continue,
+                        },
+                    };
+                    if tx.send(Message::Object(gvk.clone(), namespace, compact)).is_err() {
                         return;
                     }
                 }
