@@ -186,6 +186,8 @@ struct Reading {
     peak_kib: u64,
     /// Objects of every kind in its caches.
     objects: f64,
+    /// It held the sharder role.
+    sharder: bool,
 }
 
 /// What one replica count measured.
@@ -300,7 +302,12 @@ async fn measure(replicas: usize, sets: usize, children: u32, logs: &Path) -> an
     let mut per_replica = Vec::new();
     for ((host, before_kib), (objects, _)) in hosts.iter().zip(before).zip(cached) {
         let memory = Memory::of(host.pid()?)?;
+        let sharder = host
+            .get("/metrics")
+            .await
+            .is_some_and(|(_, body)| body.contains(r#"wasm_reconciler_shard_role{role="sharder"} 1"#));
         per_replica.push(Reading {
+            sharder,
             before_kib,
             rss_kib: memory.rss_kib,
             peak_kib: memory.peak_kib,
@@ -351,8 +358,9 @@ fn render(machine: &Machine, load_before: &str, took: Duration, sets: usize, chi
          --sharding` processes with the `configmapset` plugin from a directory, all on the same machine. Converge: \
          from the first create until a watch has seen every set Ready. Settled: until the replicas' caches hold \
          every object exactly once between them (`wasm_reconciler_cache_objects`). RSS (`VmRSS`) is read at rest \
-         with the plugin loaded before the load, and 2 s after the caches settled; peak is `VmHWM`. One round per \
-         count; the machine's 2 CPUs are shared by the API server, every replica and the driver, so converge times \
+         with the plugin loaded before the load, and 2 s after the caches settled; peak is `VmHWM`. The replica \
+         marked (sharder) also holds the sharder role: a compact metadata entry for every primary and child of the \
+         cluster, and the label writes. One round per count; the machine's 2 CPUs are shared by the API server, every replica and the driver, so converge times \
          compare the overhead of sharding, not its speed-up on more machines.\n"
     );
     let _ = writeln!(
@@ -371,7 +379,7 @@ fn render(machine: &Machine, load_before: &str, took: Duration, sets: usize, chi
             sets as f64 / run.converge.as_secs_f64(),
             run.settled.as_secs_f64(),
             mib(total),
-            join(&|r| mib(r.rss_kib)),
+            join(&|r| format!("{}{}", mib(r.rss_kib), if r.sharder { " (sharder)" } else { "" })),
             join(&|r| mib(r.peak_kib)),
             join(&|r| format!("{:.0}", r.objects)),
             join(&|r| mib(r.before_kib)),
