@@ -61,8 +61,11 @@ test: toolchain test-tools polyglot kube-harness helm-check
 	$(CARGO) clippy --workspace --all-targets $(TEST_FEATURES) -- -D warnings
 	$(MAKE) --no-print-directory unused-deps
 	@mkdir -p $(CARGO_TARGET_DIR)
-	$(CARGO) test --workspace $(TEST_FEATURES) -- --skip real_only:: 2>&1 | tee $(CARGO_TARGET_DIR)/test-output.log
-	E2E_SERVER=real $(CARGO) test --workspace $(TEST_FEATURES) --test all -- --skip embedded_only:: --skip differential:: 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
+	$(CARGO) test --workspace $(TEST_FEATURES) -- --skip real_only:: --skip sharding:: 2>&1 | tee $(CARGO_TARGET_DIR)/test-output.log
+	E2E_SERVER=real $(CARGO) test --workspace $(TEST_FEATURES) --test all -- --skip embedded_only:: --skip differential:: --skip sharding:: 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
+	@# The sharding tests run several hosts on thousands of objects each: alone, so as not to starve the others.
+	$(CARGO) test --workspace $(TEST_FEATURES) --test all -- sharding:: 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
+	E2E_SERVER=real $(CARGO) test --workspace $(TEST_FEATURES) --test all -- sharding:: 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
 	@awk '/^test result:/ { passed += $$4; failed += $$6 } END { printf "tests: %d passed, %d failed\n", passed, failed }' $(CARGO_TARGET_DIR)/test-output.log
 
 ## test-tools: the Debian packages the checks use, installed when missing: jq, yq, curl; docker-registry (CNCF
@@ -141,6 +144,11 @@ bench-scaling: toolchain
 	CONVERGE_SCALING=$${CONVERGE_SCALING:-1000,10000,30000} CONVERGE_ROUNDS=$${CONVERGE_ROUNDS:-1} \
 		$(CARGO) bench -p wasm-reconciler --bench converge
 
+.PHONY: bench-peers-real
+## bench-peers-real: the same four contenders against a real kube-apiserver + etcd started by the real-cluster harness (docs/benchmarks/peers-real.md; PEERS_ARGS as for bench-peers).
+bench-peers-real: kube-harness
+	$(MAKE) --no-print-directory bench-peers PEERS_RUN="benches/peers/real.sh $$(tests/kube/build.sh --print-bin-dir)"
+
 .PHONY: bench-sharding
 ## bench-sharding: sharded mode with 1, 2 and 3 replicas at 30,000 cached objects: converge time, RSS per replica (docs/benchmarks/sharding.md; SHARDING_SETS=1000 etc.).
 bench-sharding: toolchain
@@ -156,7 +164,7 @@ bench-peers: plugins
 	cd benches/peers/controller-runtime && go build -o $(PEERS_CACHE)/bin/configmapset-controller-runtime .
 	@test -x $(PEERS_CACHE)/kopf-venv/bin/python || python3 -m venv $(PEERS_CACHE)/kopf-venv
 	$(PEERS_CACHE)/kopf-venv/bin/pip install --quiet --disable-pip-version-check -r benches/peers/kopf/requirements.txt
-	$(CARGO_TARGET_DIR)/release/peers-bench --peers-cache $(PEERS_CACHE) $(PEERS_ARGS)
+	$(PEERS_RUN) $(CARGO_TARGET_DIR)/release/peers-bench --peers-cache $(PEERS_CACHE) $(PEERS_ARGS)
 
 ## clean-dev: forget the local dev cluster's files.
 clean-dev:

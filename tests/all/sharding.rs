@@ -18,7 +18,9 @@ use crate::harness::{Cluster, Host, example_crd, wait_for};
 use crate::kinds::{configmapset, configmapset_resource, create_namespace, namespaced, set_ready_with};
 use crate::plugin_configmaps::{HOST_NAMESPACE, apply_config_map, install_crd, packed};
 use crate::reconcile_audit::{overlaps, reconciles};
-use crate::telemetry_probe::{free_local_addr, http_get, sample, sum_samples};
+use crate::telemetry_probe::{
+    SHARDED_ONLY, documented_metrics, exported, free_local_addr, http_get, sample, sum_samples,
+};
 
 /// The ring: the default of `wasm-reconciler run --sharding`.
 const RING: &str = "wasm-reconciler";
@@ -342,6 +344,16 @@ async fn replicas_share_the_primaries_survive_a_crash_and_rebalance_on_join() ->
         let metrics = replica.metrics().await;
         if sample(&metrics, r#"wasm_reconciler_shard_role{role="sharder"}"#) == Some(1.0) {
             sharders += 1;
+            for name in documented_metrics()
+                .iter()
+                .filter(|name| name.starts_with(SHARDED_ONLY))
+            {
+                // A crashed sharder's successor may have counted only some reasons; every other metric shows.
+                assert!(
+                    exported(&metrics, name),
+                    "{name} is documented but the sharder does not export it"
+                );
+            }
             assert_eq!(
                 sum_samples(&metrics, "wasm_reconciler_shard_objects", &[]),
                 (SETS - DELETED) as f64

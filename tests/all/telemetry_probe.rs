@@ -67,6 +67,9 @@ pub fn sum_samples(metrics: &str, metric: &str, labels: &[&str]) -> f64 {
         .sum()
 }
 
+/// Prefix of the metrics a host exports only in sharded mode (`docs/metrics.md`, "Sharded mode").
+pub const SHARDED_ONLY: &str = "wasm_reconciler_shard_";
+
 /// The metric names `docs/metrics.md` documents (the first column of its tables).
 pub fn documented_metrics() -> Vec<String> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/metrics.md");
