@@ -19,9 +19,14 @@ pub fn init_logging() {
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
-    let audit = crate::reconcile_audit::AuditLayer.with_filter(tracing_subscriber::filter::filter_fn(|metadata| {
-        metadata.is_span() && metadata.name() == "reconcile" && metadata.target().starts_with("wasm_reconciler")
-    }));
+    // The audit wants INFO spans only; the hint keeps the global maximum level (and with it the `log` crate's, which
+    // the code generator logs through at DEBUG and TRACE) at INFO instead of letting everything through.
+    let audit = crate::reconcile_audit::AuditLayer.with_filter(
+        tracing_subscriber::filter::filter_fn(|metadata| {
+            metadata.is_span() && metadata.name() == "reconcile" && metadata.target().starts_with("wasm_reconciler")
+        })
+        .with_max_level_hint(tracing::Level::INFO),
+    );
     let _ = tracing_subscriber::registry()
         .with(tracing_subscriber::fmt::layer().with_test_writer().with_filter(filter))
         .with(audit)
