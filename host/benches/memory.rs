@@ -16,12 +16,12 @@ use futures::{StreamExt as _, TryStreamExt as _};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 use wasm_reconciler::plugin::Gvk;
 use wasm_reconciler::runtime::Caches;
 
 mod support;
-use support::{Machine, Memory, load_average};
+use support::{Machine, Memory, load_average, start_api_server};
 
 /// Which party this process plays: unset for the driver, `cache` for the host.
 const ROLE_VARIABLE: &str = "MEMORY_ROLE";
@@ -107,28 +107,6 @@ fn new_config_map(index: usize) -> DynamicObject {
         .into(),
     );
     object
-}
-
-/// The embedded API server in its own process, serving a kubeconfig in `dir`.
-async fn start_api_server(dir: &Path) -> anyhow::Result<(Child, PathBuf)> {
-    let kubeconfig = dir.join("kubeconfig");
-    let child = Command::new(env!("CARGO_BIN_EXE_wasm-reconciler"))
-        .args(["apiserver", "--port", "0", "--kubeconfig-out"])
-        .arg(&kubeconfig)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .context("starting the embedded API server")?;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !kubeconfig.exists() {
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "the API server wrote no kubeconfig within 60 s"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Ok((child, kubeconfig))
 }
 
 /// One measurement of a host caching `objects` ConfigMaps.

@@ -24,7 +24,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::process::{Child, Command};
 
 mod support;
-use support::{Machine, Memory, load_average};
+use support::{Machine, Memory, load_average, start_api_server};
 
 const NAMESPACE: &str = "default";
 const HOST_NAMESPACE: &str = "wasm-reconciler";
@@ -59,23 +59,7 @@ fn env_list(name: &str, default: &str) -> anyhow::Result<Vec<usize>> {
 
 /// The embedded API server in its own process, with the ConfigMapSet CRD and the host's namespace.
 async fn start_cluster(dir: &Path) -> anyhow::Result<(Child, PathBuf, kube::Client)> {
-    let kubeconfig = dir.join("kubeconfig");
-    let child = Command::new(env!("CARGO_BIN_EXE_wasm-reconciler"))
-        .args(["apiserver", "--port", "0", "--kubeconfig-out"])
-        .arg(&kubeconfig)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .context("starting the embedded API server")?;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !kubeconfig.exists() {
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "the API server wrote no kubeconfig within 60 s"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let (child, kubeconfig) = start_api_server(dir).await?;
     let client = client_from(&kubeconfig).await?;
     let crd = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/configmapset/crd.yaml");
     wasm_reconciler::delivery::directory::install_crds(&client, &crd)

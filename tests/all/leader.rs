@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::Api;
+use wasm_reconciler::cli::serve::HostOptions;
 
 use crate::echo_kind::{create_echo, echoes, wait_for_echo};
 use crate::harness::{Cluster, Host, wait_for};
@@ -18,16 +19,26 @@ use crate::telemetry_probe::{free_local_addr, http_get, sample, sum_samples};
 const WORKLOAD_NAMESPACE: &str = "default";
 
 /// One host replica and its telemetry address.
-struct Replica {
-    identity: &'static str,
-    telemetry: SocketAddr,
-    host: Host,
+pub struct Replica {
+    pub identity: &'static str,
+    pub telemetry: SocketAddr,
+    pub host: Host,
 }
 
 impl Replica {
+    /// A cluster-style replica with leader election.
     async fn start(cluster: &Cluster, identity: &'static str) -> anyhow::Result<Self> {
+        Self::start_with(cluster, identity, |options| options).await
+    }
+
+    /// A cluster-style replica whose options `adjust` changes.
+    pub async fn start_with(
+        cluster: &Cluster,
+        identity: &'static str,
+        adjust: impl FnOnce(HostOptions) -> HostOptions,
+    ) -> anyhow::Result<Self> {
         let telemetry = free_local_addr();
-        let options = Host::cluster_options(HOST_NAMESPACE, identity, Some(telemetry));
+        let options = adjust(Host::cluster_options(HOST_NAMESPACE, identity, Some(telemetry)));
         Ok(Self {
             identity,
             telemetry,
@@ -39,13 +50,13 @@ impl Replica {
         http_get(self.telemetry, "/readyz").await
     }
 
-    async fn metrics(&self) -> String {
+    pub async fn metrics(&self) -> String {
         let (status, body) = http_get(self.telemetry, "/metrics").await.expect("/metrics answers");
         assert_eq!(status, 200);
         body
     }
 
-    async fn wait_until_ready(&self, timeout: Duration) {
+    pub async fn wait_until_ready(&self, timeout: Duration) {
         wait_for(timeout, &format!("{} to be Ready", self.identity), || async {
             matches!(self.readyz().await, Some((200, _))).then_some(())
         })

@@ -4,7 +4,6 @@
 //! through the drain handshake, and no set is ever reconciled by two replicas at once.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt as _, TryStreamExt as _};
@@ -14,13 +13,12 @@ use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use wasm_reconciler::cli::serve::HostOptions;
 use wasm_reconciler::shard::Sharding;
 
-use crate::harness::{Cluster, Host, example_crd, wait_for};
+use crate::harness::{Cluster, example_crd, wait_for};
 use crate::kinds::{configmapset, configmapset_resource, create_namespace, namespaced, set_ready_with};
+use crate::leader::Replica;
 use crate::plugin_configmaps::{HOST_NAMESPACE, apply_config_map, install_crd, packed};
 use crate::reconcile_audit::{overlaps, reconciles};
-use crate::telemetry_probe::{
-    SHARDED_ONLY, documented_metrics, exported, free_local_addr, http_get, sample, sum_samples,
-};
+use crate::telemetry_probe::{SHARDED_ONLY, documented_metrics, exported, sample, sum_samples};
 
 /// The ring: the default of `wasm-reconciler run --sharding`.
 const RING: &str = "wasm-reconciler";
@@ -35,54 +33,27 @@ const SET_KIND: &str = "examples.wasm-reconciler.io/v1alpha1/ConfigMapSet";
 /// Short leases, so that a crash is noticed within seconds.
 const LEASE: Duration = Duration::from_secs(10);
 
-struct Replica {
-    identity: &'static str,
-    telemetry: SocketAddr,
-    host: Host,
+/// A sharded replica.
+async fn start_replica(cluster: &Cluster, identity: &'static str) -> anyhow::Result<Replica> {
+    Replica::start_with(cluster, identity, |options| HostOptions {
+        leader_election: None,
+        sharding: Some(Sharding {
+            namespace: HOST_NAMESPACE.into(),
+            ring: RING.into(),
+            lease_duration: LEASE,
+            renew_every: Duration::from_secs(2),
+        }),
+        ..options
+    })
+    .await
 }
 
-impl Replica {
-    async fn start(cluster: &Cluster, identity: &'static str) -> anyhow::Result<Self> {
-        let telemetry = free_local_addr();
-        let options = HostOptions {
-            leader_election: None,
-            sharding: Some(Sharding {
-                namespace: HOST_NAMESPACE.into(),
-                ring: RING.into(),
-                lease_duration: LEASE,
-                renew_every: Duration::from_secs(2),
-            }),
-            ..Host::cluster_options(HOST_NAMESPACE, identity, Some(telemetry))
-        };
-        Ok(Self {
-            identity,
-            telemetry,
-            host: Host::start(cluster, options).await?,
-        })
-    }
-
-    async fn metrics(&self) -> String {
-        let (status, body) = http_get(self.telemetry, "/metrics").await.expect("/metrics answers");
-        assert_eq!(status, 200);
-        body
-    }
-
-    async fn wait_until_ready(&self) {
-        wait_for(
-            Duration::from_secs(60),
-            &format!("{} to be Ready", self.identity),
-            || async { matches!(http_get(self.telemetry, "/readyz").await, Some((200, _))).then_some(()) },
-        )
-        .await;
-    }
-
-    /// The ConfigMapSets this replica's cache holds, by its metric.
-    async fn cached_sets(&self) -> Option<f64> {
-        sample(
-            &self.metrics().await,
-            &format!(r#"wasm_reconciler_cache_objects{{kind="{SET_KIND}"}}"#),
-        )
-    }
+/// The ConfigMapSets a replica's cache holds, by its metric.
+async fn cached_sets(replica: &Replica) -> Option<f64> {
+    sample(
+        &replica.metrics().await,
+        &format!(r#"wasm_reconciler_cache_objects{{kind="{SET_KIND}"}}"#),
+    )
 }
 
 /// Every set, with its shard label (if any), whether it is Ready with one replica, and whether it is draining.
@@ -167,7 +138,7 @@ async fn assert_caches_hold_shares(replicas: &[&Replica], shares: &BTreeMap<Stri
         let share = shares[replica.identity] as f64;
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            let cached = replica.cached_sets().await;
+            let cached = cached_sets(replica).await;
             if cached == Some(share) {
                 break;
             }
@@ -265,11 +236,11 @@ async fn replicas_share_the_primaries_survive_a_crash_and_rebalance_on_join() ->
     let began = Instant::now();
     // Objects created while no sharder runs are assigned once one does.
     create(0..SETS_BEFORE_REPLICAS).await?;
-    let a = Replica::start(&cluster, "host-a").await?;
-    let b = Replica::start(&cluster, "host-b").await?;
-    let c = Replica::start(&cluster, "host-c").await?;
+    let a = start_replica(&cluster, "host-a").await?;
+    let b = start_replica(&cluster, "host-b").await?;
+    let c = start_replica(&cluster, "host-c").await?;
     for replica in [&a, &b, &c] {
-        replica.wait_until_ready().await;
+        replica.wait_until_ready(Duration::from_secs(60)).await;
     }
     create(SETS_BEFORE_REPLICAS..SETS).await?;
     println!("{SETS} sets created {:?} into the test", began.elapsed());
@@ -318,8 +289,8 @@ async fn replicas_share_the_primaries_survive_a_crash_and_rebalance_on_join() ->
     }
 
     // A new replica joins: sets move to it through the drain handshake.
-    let d = Replica::start(&cluster, "host-d").await?;
-    d.wait_until_ready().await;
+    let d = start_replica(&cluster, "host-d").await?;
+    d.wait_until_ready(Duration::from_secs(60)).await;
     let joined_at = Instant::now();
     let shares = wait_converged(
         &api,

@@ -1,10 +1,15 @@
 //! What every benchmark here reads about the machine and its processes: the machine (cores, CPU, kernel,
-//! commit, date), `/proc` memory and CPU readings, the load average.
+//! commit, date), `/proc` memory and CPU readings, the load average; and the embedded API server as a process.
 
 // Each benchmark includes this module and uses part of it.
 #![allow(dead_code)]
 
-use anyhow::anyhow;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, anyhow};
+use tokio::process::{Child, Command};
 
 /// The machine the numbers come from.
 #[derive(Debug)]
@@ -104,4 +109,26 @@ pub fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|text| text.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_else(|_| "unknown".into())
+}
+
+/// The embedded API server in its own process, serving a kubeconfig in `dir`.
+pub async fn start_api_server(dir: &Path) -> anyhow::Result<(Child, PathBuf)> {
+    let kubeconfig = dir.join("kubeconfig");
+    let child = Command::new(env!("CARGO_BIN_EXE_wasm-reconciler"))
+        .args(["apiserver", "--port", "0", "--kubeconfig-out"])
+        .arg(&kubeconfig)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .context("starting the embedded API server")?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !kubeconfig.exists() {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the API server wrote no kubeconfig within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok((child, kubeconfig))
 }

@@ -281,16 +281,7 @@ impl Serving {
                 }
                 self.metrics.set_shard_role("member", true);
                 self.health.set_leader(true);
-                let (term_tx, term_rx) = watch::channel(false);
-                let mut watch_member = member.clone();
-                let mut watch_stop = stop.clone();
-                let ender = tokio::spawn(async move {
-                    tokio::select! {
-                        _ = watch_member.wait_for(|member| !*member) => {}
-                        _ = watch_stop.wait_for(|stop| *stop) => {}
-                    }
-                    let _ = term_tx.send(true);
-                });
+                let (term_rx, ender) = term_until_lost(member.clone(), stop.clone());
                 self.lead(term_rx, Some((&labels, &kinds_tx))).await;
                 ender.abort();
                 self.metrics.set_shard_role("member", false);
@@ -392,6 +383,23 @@ impl Serving {
     }
 }
 
+/// A term's stop signal: turns true once `held` turns false (the Lease is lost) or `stop` turns true. Abort the
+/// task when the term is over.
+fn term_until_lost(
+    mut held: watch::Receiver<bool>,
+    mut stop: watch::Receiver<bool>,
+) -> (watch::Receiver<bool>, tokio::task::JoinHandle<()>) {
+    let (term_tx, term_rx) = watch::channel(false);
+    let ender = tokio::spawn(async move {
+        tokio::select! {
+            _ = held.wait_for(|held| !*held) => {}
+            _ = stop.wait_for(|stop| *stop) => {}
+        }
+        let _ = term_tx.send(true);
+    });
+    (term_rx, ender)
+}
+
 /// Runs `term` each time this host holds the Lease of `election` (in role `role`, for the logs), until `stop`
 /// turns true; the receiver `term` gets turns true when the Lease is lost or the host stops. `on_change` hears
 /// whether the Lease is held. On the way out the Lease is released so that a successor takes over at once.
@@ -415,16 +423,7 @@ async fn while_holding<Term: std::future::Future<Output = ()>>(
         if *leading.borrow_and_update() {
             tracing::info!(identity = %identity, role, "holding the Lease; started");
             on_change(true);
-            let (term_tx, term_rx) = watch::channel(false);
-            let mut watch_leading = leading.clone();
-            let mut watch_stop = stop.clone();
-            let ender = tokio::spawn(async move {
-                tokio::select! {
-                    _ = watch_leading.wait_for(|leading| !*leading) => {}
-                    _ = watch_stop.wait_for(|stop| *stop) => {}
-                }
-                let _ = term_tx.send(true);
-            });
+            let (term_rx, ender) = term_until_lost(leading.clone(), stop.clone());
             term(term_rx).await;
             ender.abort();
             on_change(false);
