@@ -619,8 +619,9 @@ impl ContinueToken {
         }
     }
 
-    /// Reads a `continue` parameter, with the real server's errors.
-    fn parse(text: &str, info: &ResourceInfo) -> ApiResult<(String, String)> {
+    /// Reads a `continue` parameter, with the real server's errors: the list's resourceVersion and the key to go on
+    /// from.
+    fn parse(text: &str, info: &ResourceInfo) -> ApiResult<(u64, (String, String))> {
         let invalid =
             |why: String| ApiError::bad_request(format!("invalid continue token: continue key is not valid: {why}"));
         let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
@@ -650,10 +651,14 @@ impl ContinueToken {
         }
         let start = token.get("start").and_then(Value::as_str).unwrap_or_default();
         let key = start.strip_suffix('\u{0}').unwrap_or(start);
-        Ok(match key.split_once('/') {
-            Some((namespace, name)) if info.namespaced => (namespace.to_string(), name.to_string()),
-            _ => (String::new(), key.to_string()),
-        })
+        let revision = token.get("rv").and_then(Value::as_u64).unwrap_or_default();
+        Ok((
+            revision,
+            match key.split_once('/') {
+                Some((namespace, name)) if info.namespaced => (namespace.to_string(), name.to_string()),
+                _ => (String::new(), key.to_string()),
+            },
+        ))
     }
 }
 
@@ -705,9 +710,12 @@ fn list(
         },
         None => None,
     };
-    let after = match query.get("continue").filter(|c| !c.is_empty()) {
-        Some(token) => Some(ContinueToken::parse(token, info)?),
-        None => None,
+    let (list_revision, after) = match query.get("continue").filter(|c| !c.is_empty()) {
+        Some(token) => {
+            let (revision, key) = ContinueToken::parse(token, info)?;
+            (Some(revision).filter(|r| *r > 0), Some(key))
+        }
+        None => (None, None),
     };
     let fields_name = FieldSelector::parse(query.get("fieldSelector").unwrap_or(""), info)
         .ok()
@@ -733,13 +741,17 @@ fn list(
                 filter(o)
             }),
     };
-    let mut metadata = json!({"resourceVersion": page.revision.to_string()});
+    // Every page of a list reports the first page's resourceVersion, as the real server's snapshot does: a watch
+    // started from it replays whatever changed while the pages were read (a deletion after its object was listed
+    // included), instead of starting after it.
+    let revision = list_revision.unwrap_or(page.revision);
+    let mut metadata = json!({"resourceVersion": revision.to_string()});
     if info.custom.is_some() && *representation == Representation::Json {
         // Custom resource lists are unstructured: an empty continue token is written out.
         metadata["continue"] = json!("");
     }
     if let Some(next) = page.next {
-        let token = ContinueToken::new(page.revision, next);
+        let token = ContinueToken::new(revision, next);
         let encoded =
             base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(serde_json::to_vec(&token).unwrap_or_default());
         metadata["continue"] = json!(encoded);
