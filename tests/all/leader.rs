@@ -88,7 +88,8 @@ async fn lease(client: &kube::Client) -> Option<Lease> {
         .flatten()
 }
 
-fn holder(lease: &Lease) -> Option<&str> {
+/// Who holds `lease`, if anyone.
+pub fn holder(lease: &Lease) -> Option<&str> {
     lease
         .spec
         .as_ref()?

@@ -15,7 +15,7 @@ use wasm_reconciler::shard::Sharding;
 
 use crate::harness::{Cluster, example_crd, wait_for};
 use crate::kinds::{configmapset, configmapset_resource, create_namespace, namespaced, set_ready_with};
-use crate::leader::Replica;
+use crate::leader::{Replica, holder};
 use crate::plugin_configmaps::{HOST_NAMESPACE, apply_config_map, install_crd, packed};
 use crate::reconcile_audit::{overlaps, reconciles};
 use crate::telemetry_probe::{SHARDED_ONLY, documented_metrics, exported, sample, sum_samples};
@@ -192,15 +192,6 @@ async fn assert_children_follow_owners(client: &kube::Client, api: &Api<DynamicO
     )
     .await;
     Ok(())
-}
-
-fn holder(lease: &Lease) -> Option<&str> {
-    lease
-        .spec
-        .as_ref()?
-        .holder_identity
-        .as_deref()
-        .filter(|h| !h.is_empty())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

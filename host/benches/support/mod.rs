@@ -132,3 +132,17 @@ pub async fn start_api_server(dir: &Path) -> anyhow::Result<(Child, PathBuf)> {
     }
     Ok((child, kubeconfig))
 }
+
+/// The lines every results file starts its list with: date, commit, machine, load average before → now, run time.
+pub fn write_run_lines(out: &mut String, machine: &Machine, load_before: &str, took: Duration) {
+    use std::fmt::Write as _;
+    let _ = writeln!(out, "- Date: {}", machine.date);
+    let _ = writeln!(out, "- Commit: {}", machine.commit);
+    let _ = writeln!(
+        out,
+        "- Machine: {} CPUs (`nproc`), {}, Linux {}",
+        machine.cpus, machine.cpu_model, machine.kernel
+    );
+    let _ = writeln!(out, "- Load average before → after: {load_before} → {}", load_average());
+    let _ = writeln!(out, "- Whole run: {:.0} s", took.as_secs_f64());
+}
