@@ -78,6 +78,24 @@ impl Gvk {
     pub fn matches(&self, object: &Value) -> bool {
         Self::of_object(object).is_some_and(|gvk| gvk == *self)
     }
+
+    /// Whether an `apiVersion` (`apps/v1` or `v1`) and a `kind` name this group/version/kind; the same
+    /// answer as [`matches`](Self::matches) on an object carrying them, without building a `Gvk`.
+    ///
+    /// ```
+    /// use wasm_reconciler_contract::Gvk;
+    ///
+    /// assert!(Gvk::new("apps", "v1", "Deployment").is("apps/v1", "Deployment"));
+    /// assert!(Gvk::new("", "v1", "ConfigMap").is("v1", "ConfigMap"));
+    /// assert!(!Gvk::new("", "v1", "ConfigMap").is("v1", "Secret"));
+    /// ```
+    pub fn is(&self, api_version: &str, kind: &str) -> bool {
+        let version_matches = match api_version.split_once('/') {
+            Some((group, version)) => group == self.group && version == self.version,
+            None => self.group.is_empty() && api_version == self.version,
+        };
+        version_matches && kind == self.kind
+    }
 }
 
 impl fmt::Display for Gvk {

@@ -72,11 +72,30 @@ impl fmt::Debug for Error {
     }
 }
 
+impl Error {
+    /// A JSON error without its position: the position points into a text the host or the SDK wrote, which
+    /// the plugin's author never sees, and the message then reads the same as a plugin in another language
+    /// gives.
+    pub(crate) fn from_json(error: &serde_json::Error) -> Self {
+        let message = error.to_string();
+        let position = format!(" at line {} column {}", error.line(), error.column());
+        Self::msg(message.strip_suffix(position.as_str()).unwrap_or(&message))
+    }
+}
+
 impl<E> From<E> for Error
 where
     E: std::error::Error + Send + Sync + 'static,
 {
     fn from(error: E) -> Self {
+        Self::from_chain(&error)
+    }
+}
+
+impl Error {
+    /// The message of an error and its causes; one body for every error type, so each conversion a plugin
+    /// uses adds no code to the component.
+    fn from_chain(error: &(dyn std::error::Error + 'static)) -> Self {
         let mut message = error.to_string();
         let mut source = error.source();
         while let Some(cause) = source {

@@ -71,8 +71,10 @@ pub mod bindings_v0_2;
 #[doc(hidden)]
 pub mod component;
 mod error;
+mod head;
 pub mod host;
 pub mod http;
+mod meta;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native;
 mod outcome;
@@ -88,6 +90,7 @@ struct ReadmeExamples;
 struct PluginGuideExamples;
 
 pub use error::Error;
+pub use meta::ObjectMeta;
 pub use outcome::Outcome;
 pub use wasm_reconciler_contract::{Condition, ConditionStatus, ControllerSpec, Event, EventType, Gvk};
 pub use world_view::WorldView;

@@ -1,10 +1,12 @@
 //! The plugin's answer: desired children, status, conditions, events, requeue and finalization.
 
+use std::cell::OnceCell;
 use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::head::Head;
 use crate::{Condition, Error, Event};
 
 /// The desired state for one primary object, built with chained calls.
@@ -45,15 +47,33 @@ use crate::{Condition, Error, Event};
 /// assert_eq!(outcome.requeue_interval(), Some(Duration::from_secs(30)));
 /// assert!(Outcome::new().desired_children().is_none());
 /// ```
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Outcome {
-    children: Option<Vec<Value>>,
-    status: Option<Value>,
+    /// Each desired child as the JSON text handed to the host.
+    children: Option<Vec<String>>,
+    /// The status as JSON text.
+    status: Option<String>,
     conditions: Vec<Condition>,
     events: Vec<Event>,
     requeue_after_ms: Option<u64>,
     finalized: bool,
     first_error: Option<Error>,
+    /// JSON trees of the children and the status, built on first use of the accessors (tests read them).
+    children_json: OnceCell<Option<Vec<Value>>>,
+    status_json: OnceCell<Option<Value>>,
+}
+
+/// Two outcomes are equal when they hand the host the same answer.
+impl PartialEq for Outcome {
+    fn eq(&self, other: &Self) -> bool {
+        self.children == other.children
+            && self.status == other.status
+            && self.conditions == other.conditions
+            && self.events == other.events
+            && self.requeue_after_ms == other.requeue_after_ms
+            && self.finalized == other.finalized
+            && self.first_error == other.first_error
+    }
 }
 
 impl Outcome {
@@ -63,12 +83,15 @@ impl Outcome {
     }
 
     /// Adds one desired child (any serialisable Kubernetes object).
+    ///
+    /// The child is serialised to JSON text here, once; the host parses that text.
     pub fn child(mut self, child: &impl Serialize) -> Self {
         let position = self.children.as_ref().map_or(0, Vec::len);
-        let child = serde_json::to_value(child)
+        let child = serde_json::to_string(child)
             .map_err(Error::from)
-            .and_then(|child| check_child(&child).map(|()| child))
+            .and_then(|text| check_child(&text).map(|()| text))
             .map_err(|error| error.context(format_args!("desired child #{position}")));
+        self.children_json = OnceCell::new();
         match child {
             Ok(child) => self.children.get_or_insert_with(Vec::new).push(child),
             Err(error) => {
@@ -87,25 +110,28 @@ impl Outcome {
         I::Item: Serialize,
     {
         self.children.get_or_insert_with(Vec::new);
+        self.children_json = OnceCell::new();
         children.into_iter().fold(self, |outcome, child| outcome.child(&child))
     }
 
     /// Declares an empty desired set: the host deletes every owned child.
     pub fn delete_all_children(mut self) -> Self {
         self.children = Some(Vec::new());
+        self.children_json = OnceCell::new();
         self
     }
 
     /// Sets the status to merge into `.status` (a serialisable struct or JSON object; top-level keys
     /// replace). Do not put `conditions` or `observedGeneration` here: the host owns those.
     pub fn status(mut self, status: &impl Serialize) -> Self {
-        let status = serde_json::to_value(status).map_err(Error::from).and_then(|status| {
-            if status.is_object() {
+        let status = serde_json::to_string(status).map_err(Error::from).and_then(|status| {
+            if status.starts_with('{') {
                 Ok(status)
             } else {
                 Err(Error::msg(format_args!("must be a JSON object, got {status}")))
             }
         });
+        self.status_json = OnceCell::new();
         match status {
             Ok(status) => self.status = Some(status),
             Err(error) => self.record(error.context("status")),
@@ -137,14 +163,21 @@ impl Outcome {
         self
     }
 
-    /// The desired children; `None` means "leave children alone".
+    /// The desired children as JSON (built on first use); `None` means "leave children alone".
     pub fn desired_children(&self) -> Option<&[Value]> {
-        self.children.as_deref()
+        self.children_json
+            .get_or_init(|| {
+                let children = self.children.as_ref()?;
+                Some(children.iter().map(|text| parse_own(text)).collect())
+            })
+            .as_deref()
     }
 
-    /// The status to merge, if any.
+    /// The status to merge as JSON (built on first use), if any.
     pub fn desired_status(&self) -> Option<&Value> {
-        self.status.as_ref()
+        self.status_json
+            .get_or_init(|| self.status.as_deref().map(parse_own))
+            .as_ref()
     }
 
     /// The conditions, in the order added.
@@ -201,31 +234,36 @@ impl Outcome {
 
 /// An outcome known to be free of build errors.
 pub(crate) struct OutcomeParts {
-    pub(crate) children: Option<Vec<Value>>,
-    pub(crate) status: Option<Value>,
+    pub(crate) children: Option<Vec<String>>,
+    pub(crate) status: Option<String>,
     pub(crate) conditions: Vec<Condition>,
     pub(crate) events: Vec<Event>,
     pub(crate) requeue_after_ms: Option<u64>,
     pub(crate) finalized: bool,
 }
 
-fn check_child(child: &Value) -> Result<(), Error> {
-    let Some(object) = child.as_object() else {
-        return Err(Error::msg(format_args!("must be a JSON object, got {child}")));
-    };
-    for field in ["apiVersion", "kind"] {
-        if object.get(field).and_then(Value::as_str).is_none_or(str::is_empty) {
-            return Err(Error::msg(format_args!("has no `{field}`")));
-        }
+/// Checks a serialised child: a JSON object with a non-empty `apiVersion`, `kind` and `metadata.name`.
+fn check_child(text: &str) -> Result<(), Error> {
+    if !text.starts_with('{') {
+        return Err(Error::msg(format_args!("must be a JSON object, got {text}")));
     }
-    if child
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .is_none_or(str::is_empty)
-    {
+    let head = Head::read(text).map_err(|error| Error::from_json(&error))?;
+    if head.api_version.as_deref().is_none_or(str::is_empty) {
+        return Err(Error::msg("has no `apiVersion`"));
+    }
+    if head.kind.as_deref().is_none_or(str::is_empty) {
+        return Err(Error::msg("has no `kind`"));
+    }
+    if head.name().is_none_or(str::is_empty) {
         return Err(Error::msg("has no `metadata.name`"));
     }
     Ok(())
+}
+
+/// A JSON tree of text this outcome serialised itself.
+fn parse_own(text: &str) -> Value {
+    // Cannot fail: the text came from `serde_json::to_string`. `null` stands in rather than a panic.
+    serde_json::from_str(text).unwrap_or(Value::Null)
 }
 
 #[cfg(test)]

@@ -4,8 +4,6 @@
 //! `wasm-reconciler-contract`, shared with the host) and calls [`describe`] and [`reconcile`]; a host that links a
 //! plugin natively (benchmarks, tests) calls them directly. So the conversion code is the same on both paths.
 
-use serde_json::{Map, Value};
-
 pub use wasm_reconciler_contract::{ControllerSpec, Outcome, WorldView};
 
 use crate::Reconciler;
@@ -24,33 +22,9 @@ pub fn reconcile<T: Reconciler>(view: WorldView) -> Result<Outcome, String> {
     encode_outcome(outcome).map_err(|error| error.to_string())
 }
 
-/// The SDK's view of a wire view: every JSON text parsed.
+/// The SDK's view of a wire view: the texts kept as they came, with what every plugin reads taken out.
 fn parse_view(view: WorldView) -> Result<crate::WorldView, crate::Error> {
-    let primary: Value = serde_json::from_str(&view.primary)
-        .map_err(|error| crate::Error::from(error).context("world view: primary is not JSON"))?;
-    let children = view
-        .children
-        .iter()
-        .enumerate()
-        .map(|(position, child)| {
-            serde_json::from_str(child).map_err(|error| {
-                crate::Error::from(error).context(format_args!("world view: child #{position} is not JSON"))
-            })
-        })
-        .collect::<Result<Vec<Value>, _>>()?;
-    let config = if view.config.trim().is_empty() {
-        Value::Object(Map::new())
-    } else {
-        serde_json::from_str(&view.config)
-            .map_err(|error| crate::Error::from(error).context("world view: config is not JSON"))?
-    };
-    Ok(crate::WorldView::from_parts(
-        primary,
-        children,
-        config,
-        view.deleting,
-        view.attempt,
-    ))
+    crate::WorldView::from_texts(view.primary, view.children, view.config, view.deleting, view.attempt)
 }
 
 /// The wire form of a built outcome; its first build error, if any.
@@ -64,8 +38,8 @@ fn encode_outcome(outcome: crate::Outcome) -> Result<Outcome, crate::Error> {
         finalized,
     } = outcome.into_parts()?;
     Ok(Outcome {
-        children: children.map(|children| children.iter().map(Value::to_string).collect()),
-        status: status.as_ref().map(Value::to_string),
+        children,
+        status,
         conditions,
         events,
         requeue_after_ms,
@@ -77,6 +51,7 @@ fn encode_outcome(outcome: crate::Outcome) -> Result<Outcome, crate::Error> {
 mod tests {
     use super::*;
     use crate::{Condition, ConditionStatus, Event, EventType, Gvk};
+    use serde_json::Value;
     use serde_json::json;
     use std::time::Duration;
 
@@ -196,12 +171,18 @@ mod tests {
             ..wire_view()
         })
         .unwrap_err();
-        assert!(error.starts_with("world view: child #0 is not JSON: "), "{error}");
+        assert!(
+            error.starts_with("world view: child #0 is not a Kubernetes object: "),
+            "{error}"
+        );
         let error = reconcile::<Echo>(WorldView {
             primary: "nope".into(),
             ..wire_view()
         })
         .unwrap_err();
-        assert!(error.starts_with("world view: primary is not JSON: "), "{error}");
+        assert!(
+            error.starts_with("world view: primary is not a Kubernetes object: "),
+            "{error}"
+        );
     }
 }

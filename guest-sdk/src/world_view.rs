@@ -1,8 +1,17 @@
 //! What the host observed about one primary object: the object, its children, the plugin configuration.
+//!
+//! The view keeps the JSON text the host sent and parses it only as far as the plugin asks: typed reads
+//! (`primary::<T>()`, `children_as::<T>(..)`, `config::<T>()`) deserialise straight from the text, so
+//! fields the type does not name are skipped without being built, and the `*_json()` accessors build a
+//! `serde_json::Value` only on first use. What every plugin needs is read when the view is made: the
+//! primary's name, namespace, uid and generation, and each child's `apiVersion`, `kind` and name.
+
+use std::cell::OnceCell;
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::head::{Head, Metadata};
 use crate::{Error, Gvk};
 
 /// What the host observed about one primary object, handed to
@@ -32,13 +41,68 @@ use crate::{Error, Gvk};
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct WorldView {
-    primary: Value,
-    children: Vec<Value>,
-    config: Value,
+    primary: String,
+    metadata: Metadata,
+    children: Vec<Child>,
+    config: String,
     deleting: bool,
     attempt: u32,
+    /// JSON trees built on first use of the `*_json()` accessors.
+    primary_json: OnceCell<Value>,
+    children_json: OnceCell<Vec<Value>>,
+    config_json: OnceCell<Value>,
+}
+
+/// Two views are equal when the host observed the same: the same texts, flags and attempt.
+impl PartialEq for WorldView {
+    fn eq(&self, other: &Self) -> bool {
+        self.primary == other.primary
+            && self
+                .children
+                .iter()
+                .map(|child| &child.text)
+                .eq(other.children.iter().map(|child| &child.text))
+            && self.config == other.config
+            && self.deleting == other.deleting
+            && self.attempt == other.attempt
+    }
+}
+
+/// An observed child: its JSON text and what identifies it.
+#[derive(Debug, Clone)]
+struct Child {
+    text: String,
+    head: Head,
+}
+
+impl Child {
+    fn is(&self, kind: &Gvk) -> bool {
+        match (&self.head.api_version, &self.head.kind) {
+            (Some(api_version), Some(object_kind)) => kind.is(api_version, object_kind),
+            _ => false,
+        }
+    }
+
+    fn name(&self) -> Option<&str> {
+        self.head.name()
+    }
+
+    fn of_value(object: &Value) -> Self {
+        let text = |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_owned);
+        Self {
+            text: object.to_string(),
+            head: Head {
+                api_version: text(object.get("apiVersion")),
+                kind: text(object.get("kind")),
+                metadata: object.get("metadata").map(|metadata| Metadata {
+                    name: text(metadata.get("name")),
+                    ..Metadata::default()
+                }),
+            },
+        }
+    }
 }
 
 impl WorldView {
@@ -46,30 +110,45 @@ impl WorldView {
     ///
     /// The host builds views itself; this and the `with_*` methods exist for tests.
     pub fn new(primary: Value) -> Self {
+        let text = |field: &str| primary.get("metadata")?.get(field)?.as_str().map(str::to_owned);
+        let metadata = Metadata {
+            name: text("name"),
+            namespace: text("namespace"),
+            uid: text("uid"),
+            generation: primary
+                .get("metadata")
+                .and_then(|metadata| metadata.get("generation")?.as_i64()),
+        };
         Self {
-            primary,
+            primary: primary.to_string(),
+            metadata,
             children: Vec::new(),
-            config: Value::Object(Map::new()),
+            config: "{}".to_owned(),
             deleting: false,
             attempt: 0,
+            primary_json: OnceCell::from(primary),
+            children_json: OnceCell::new(),
+            config_json: OnceCell::new(),
         }
     }
 
     /// Adds an observed child object.
-    pub fn with_child(mut self, child: Value) -> Self {
-        self.children.push(child);
-        self
+    pub fn with_child(self, child: Value) -> Self {
+        self.with_children([child])
     }
 
     /// Adds observed child objects.
     pub fn with_children(mut self, children: impl IntoIterator<Item = Value>) -> Self {
-        self.children.extend(children);
+        self.children
+            .extend(children.into_iter().map(|child| Child::of_value(&child)));
+        self.children_json = OnceCell::new();
         self
     }
 
     /// Sets the plugin configuration.
     pub fn with_config(mut self, config: Value) -> Self {
-        self.config = config;
+        self.config = config.to_string();
+        self.config_json = OnceCell::from(config);
         self
     }
 
@@ -86,43 +165,52 @@ impl WorldView {
     }
 
     /// The primary object as your type (a serde struct of your custom resource, or a k8s-openapi type).
+    ///
+    /// Deserialised from the host's text on each call; fields your type does not name are skipped.
     pub fn primary<T: DeserializeOwned>(&self) -> Result<T, Error> {
-        T::deserialize(&self.primary).map_err(|error| Error::from(error).context("reading the primary object"))
+        serde_json::from_str(&self.primary)
+            .map_err(|error| Error::from_json(&error).context("reading the primary object"))
     }
 
-    /// The primary object as JSON.
+    /// The primary object as JSON (built on first use).
     pub fn primary_json(&self) -> &Value {
-        &self.primary
+        self.primary_json.get_or_init(|| parse_checked(&self.primary))
     }
 
     /// The primary's `metadata.name` (empty if the object has none).
     pub fn name(&self) -> &str {
-        self.metadata_str("name").unwrap_or_default()
+        self.metadata.name.as_deref().unwrap_or_default()
     }
 
     /// The primary's `metadata.namespace`; `None` for cluster-scoped objects.
     pub fn namespace(&self) -> Option<&str> {
-        self.metadata_str("namespace")
+        self.metadata.namespace.as_deref()
     }
 
     /// The primary's `metadata.uid`, if set.
     pub fn uid(&self) -> Option<&str> {
-        self.metadata_str("uid")
+        self.metadata.uid.as_deref()
     }
 
     /// The primary's `metadata.generation`, if set.
     pub fn generation(&self) -> Option<i64> {
-        self.primary.get("metadata")?.get("generation")?.as_i64()
+        self.metadata.generation
     }
 
-    /// All observed children, any kind, as JSON.
+    /// All observed children, any kind, as JSON (built on first use).
     pub fn children_json(&self) -> &[Value] {
-        &self.children
+        self.children_json
+            .get_or_init(|| self.children.iter().map(|child| parse_checked(&child.text)).collect())
     }
 
     /// Observed children of one kind, as JSON.
     pub fn children_of_kind<'a>(&'a self, kind: &'a Gvk) -> impl Iterator<Item = &'a Value> + 'a {
-        self.children.iter().filter(move |child| kind.matches(child))
+        let children = self.children_json();
+        self.children
+            .iter()
+            .zip(children)
+            .filter(move |(child, _)| child.is(kind))
+            .map(|(_, json)| json)
     }
 
     /// Observed children of a k8s-openapi kind (matched by `apiVersion` and `kind`), deserialised.
@@ -135,8 +223,9 @@ impl WorldView {
 
     /// Observed children of `kind`, deserialised into your own serde type.
     ///
-    /// A type with only the fields you need keeps the component small: deserialising a full
-    /// k8s-openapi object pulls in code for every one of its fields.
+    /// A type with only the fields you need keeps the component small and the call fast: each child is
+    /// deserialised straight from the host's text, skipping the fields your type does not name, while
+    /// deserialising a full k8s-openapi object pulls in code for every one of its fields.
     ///
     /// ```
     /// use serde::Deserialize;
@@ -157,11 +246,13 @@ impl WorldView {
     /// # }
     /// ```
     pub fn children_as<T: DeserializeOwned>(&self, kind: &Gvk) -> Result<Vec<T>, Error> {
-        self.children_of_kind(kind)
+        self.children
+            .iter()
+            .filter(|child| child.is(kind))
             .map(|child| {
-                T::deserialize(child).map_err(|error| {
-                    let name = child.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("?");
-                    Error::from(error).context(format_args!("reading child {kind} {name}"))
+                serde_json::from_str(&child.text).map_err(|error| {
+                    let name = child.name().unwrap_or("?");
+                    Error::from_json(&error).context(format_args!("reading child {kind} {name}"))
                 })
             })
             .collect()
@@ -170,12 +261,13 @@ impl WorldView {
     /// The plugin configuration as your type; the configuration is `{}` when none is set, so give optional
     /// fields serde defaults.
     pub fn config<T: DeserializeOwned>(&self) -> Result<T, Error> {
-        T::deserialize(&self.config).map_err(|error| Error::from(error).context("reading the plugin configuration"))
+        serde_json::from_str(&self.config)
+            .map_err(|error| Error::from_json(&error).context("reading the plugin configuration"))
     }
 
-    /// The plugin configuration as JSON.
+    /// The plugin configuration as JSON (built on first use).
     pub fn config_json(&self) -> &Value {
-        &self.config
+        self.config_json.get_or_init(|| parse_checked(&self.config))
     }
 
     /// Whether the primary is being deleted and waits for this plugin's finalizer: clean up, and answer
@@ -189,25 +281,53 @@ impl WorldView {
         self.attempt
     }
 
-    fn metadata_str(&self, field: &str) -> Option<&str> {
-        self.primary.get("metadata")?.get(field)?.as_str()
-    }
-
-    pub(crate) fn from_parts(
-        primary: Value,
-        children: Vec<Value>,
-        config: Value,
+    /// A view of the host's texts. Reads what every plugin needs before the plugin runs: the primary's
+    /// metadata and each child's `apiVersion`, `kind` and name, from the head of each text only.
+    pub(crate) fn from_texts(
+        primary: String,
+        children: Vec<String>,
+        config: String,
         deleting: bool,
         attempt: u32,
-    ) -> Self {
-        Self {
+    ) -> Result<Self, Error> {
+        let metadata = Head::read(&primary)
+            .map_err(|error| Error::from_json(&error).context("world view: primary is not a Kubernetes object"))?
+            .into_metadata();
+        let children = children
+            .into_iter()
+            .enumerate()
+            .map(|(position, text)| match Head::read(&text) {
+                Ok(head) => Ok(Child { text, head }),
+                Err(error) => Err(Error::from_json(&error)
+                    .context(format_args!("world view: child #{position} is not a Kubernetes object"))),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let config = if config.trim().is_empty() {
+            "{}".to_owned()
+        } else {
+            config
+        };
+        serde_json::from_str::<serde::de::IgnoredAny>(&config)
+            .map_err(|error| Error::from_json(&error).context("world view: config is not JSON"))?;
+        Ok(Self {
             primary,
+            metadata,
             children,
             config,
             deleting,
             attempt,
-        }
+            primary_json: OnceCell::new(),
+            children_json: OnceCell::new(),
+            config_json: OnceCell::new(),
+        })
     }
+}
+
+/// A JSON tree of one of the view's texts.
+fn parse_checked(text: &str) -> Value {
+    // The host's texts are serialised JSON, and so are those of `new` and `with_*`. Should one not be (a host
+    // defect), it reads as an empty object here rather than a panic, and as an error from the typed reads.
+    serde_json::from_str(text).unwrap_or_else(|_| Value::Object(Map::new()))
 }
 
 #[cfg(test)]
