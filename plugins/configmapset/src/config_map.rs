@@ -2,11 +2,12 @@
 //!
 //! Deliberately not `k8s_openapi::api::core::v1::ConfigMap`: its metadata carries timestamps whose
 //! (de)serialisation pulls a date-time library into the component, more than doubling its size, for
-//! fields this plugin never touches. The webapp plugin shows the k8s-openapi style.
+//! fields this plugin never touches. The metadata is the SDK's [`ObjectMeta`].
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use wasm_reconciler_sdk::ObjectMeta;
 
 /// A core `v1` ConfigMap, reduced to name, labels, annotations and data.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
@@ -17,7 +18,7 @@ pub struct ConfigMapObject {
     /// Always `ConfigMap`.
     pub kind: String,
     /// Name, labels and annotations.
-    pub metadata: ConfigMapMetadata,
+    pub metadata: ObjectMeta,
     /// Text entries.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub data: BTreeMap<String, String>,
@@ -26,29 +27,13 @@ pub struct ConfigMapObject {
     pub binary_data: BTreeMap<String, String>,
 }
 
-/// The metadata fields this plugin manages.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-pub struct ConfigMapMetadata {
-    /// `metadata.name`.
-    pub name: String,
-    /// `metadata.labels`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub labels: BTreeMap<String, String>,
-    /// `metadata.annotations`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub annotations: BTreeMap<String, String>,
-}
-
 impl ConfigMapObject {
     /// A ConfigMap with `apiVersion: v1`, `kind: ConfigMap` and this name.
     pub fn named(name: impl Into<String>) -> Self {
         Self {
             api_version: "v1".to_owned(),
             kind: "ConfigMap".to_owned(),
-            metadata: ConfigMapMetadata {
-                name: name.into(),
-                ..ConfigMapMetadata::default()
-            },
+            metadata: ObjectMeta::named(name),
             ..Self::default()
         }
     }

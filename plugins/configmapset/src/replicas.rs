@@ -21,15 +21,26 @@ pub const REQUEUE_WHILE_CONVERGING: Duration = Duration::from_millis(100);
 pub fn converge(set_name: &str, spec: &ConfigMapSetSpec, observed: &[ConfigMapObject]) -> Outcome {
     let replicas = u32::try_from(spec.replicas).unwrap_or(0);
     let burst = burst(spec);
+    // Each observed child is compared with the template once; replicas are found by index, not by a scan.
+    let labels = desired_labels(set_name, spec);
+    let matching: Vec<bool> = observed
+        .iter()
+        .map(|child| matches_labels_and_template(&labels, spec, child))
+        .collect();
+    let mut by_index = BTreeMap::new();
+    for (position, child) in observed.iter().enumerate() {
+        if let Some(index) = child_index(set_name, &child.metadata.name) {
+            by_index.insert(index, position);
+        }
+    }
     let mut outcome = Outcome::new().delete_all_children();
     let mut missing = 0_usize;
     let mut created = 0_usize;
     let mut drifted = 0_usize;
     for index in 0..replicas {
-        let name = child_name(set_name, index);
-        match observed.iter().find(|child| child.metadata.name == name) {
-            Some(child) => {
-                drifted += usize::from(!matches_template(set_name, spec, child));
+        match by_index.get(&index) {
+            Some(&position) => {
+                drifted += usize::from(!matching[position]);
                 outcome = outcome.child(&desired_child(set_name, spec, index));
             }
             None => {
@@ -47,7 +58,7 @@ pub fn converge(set_name: &str, spec: &ConfigMapSetSpec, observed: &[ConfigMapOb
         outcome = outcome.child(&carried_over(child));
     }
 
-    let status = observed_status(set_name, spec, observed);
+    let status = status_of(observed.len(), matching.iter().filter(|matches| **matches).count());
     let ready = status.ready_replicas == spec.replicas && excess.is_empty();
     outcome = outcome
         .status(&status)
@@ -149,7 +160,16 @@ pub fn desired_child(set_name: &str, spec: &ConfigMapSetSpec, index: u32) -> Con
 ///
 /// Extra entries do not count as drift: under server-side apply they belong to other field managers.
 pub fn matches_template(set_name: &str, spec: &ConfigMapSetSpec, child: &ConfigMapObject) -> bool {
-    contains_all(&child.metadata.labels, &desired_labels(set_name, spec))
+    matches_labels_and_template(&desired_labels(set_name, spec), spec, child)
+}
+
+/// [`matches_template`] with the desired labels already built.
+fn matches_labels_and_template(
+    labels: &BTreeMap<String, String>,
+    spec: &ConfigMapSetSpec,
+    child: &ConfigMapObject,
+) -> bool {
+    contains_all(&child.metadata.labels, labels)
         && contains_all(&child.metadata.annotations, &spec.template.metadata.annotations)
         && contains_all(&child.data, &spec.template.data)
 }
@@ -169,7 +189,8 @@ pub fn scale_down_order<'a>(
             (index.is_none_or(|index| index >= replicas)).then_some((index, name, child))
         })
         .collect();
-    excess.sort_by(|(index_a, name_a, _), (index_b, name_b, _)| match (index_a, index_b) {
+    // Names are unique, so no two entries compare equal and an unstable sort gives the one order.
+    excess.sort_unstable_by(|(index_a, name_a, _), (index_b, name_b, _)| match (index_a, index_b) {
         (None, None) => name_a.cmp(name_b),
         (None, Some(_)) => std::cmp::Ordering::Less,
         (Some(_), None) => std::cmp::Ordering::Greater,
@@ -180,15 +201,20 @@ pub fn scale_down_order<'a>(
 
 /// Status from what was observed: children seen and children matching the template.
 pub fn observed_status(set_name: &str, spec: &ConfigMapSetSpec, observed: &[ConfigMapObject]) -> ConfigMapSetStatus {
+    let labels = desired_labels(set_name, spec);
+    let matching = observed
+        .iter()
+        .filter(|child| matches_labels_and_template(&labels, spec, child))
+        .count();
+    status_of(observed.len(), matching)
+}
+
+/// Status of `observed` children of which `matching` match the template.
+fn status_of(observed: usize, matching: usize) -> ConfigMapSetStatus {
     let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
     ConfigMapSetStatus {
-        replicas: count(observed.len()),
-        ready_replicas: count(
-            observed
-                .iter()
-                .filter(|child| matches_template(set_name, spec, child))
-                .count(),
-        ),
+        replicas: count(observed),
+        ready_replicas: count(matching),
         ..ConfigMapSetStatus::default()
     }
 }

@@ -91,8 +91,10 @@ pub struct ConfigMapSetStatus {
     pub observed_generation: Option<i64>,
     /// `Ready` and `Progressing` (and the host's `Reconciled`); written by the host.
     // Plain JSON at run time: the plugin never reads them, and typed `metav1.Condition`s would pull
-    // timestamp code into the component; the schema still describes them fully.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    // timestamp code into the component; the schema still describes them fully. Never serialised: the host
+    // merges conditions into the status the plugin sends, and leaving them out keeps a JSON-tree
+    // serialiser out of the component.
+    #[serde(default, skip_serializing)]
     #[cfg_attr(
         feature = "crd",
         schemars(with = "Option<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>>")

@@ -11,8 +11,6 @@ pub mod config_hash;
 pub mod readiness;
 pub mod resource;
 
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use serde::Deserialize;
 use wasm_reconciler_sdk::{ControllerSpec, Error, Gvk, Outcome, Reconciler, WorldView, ensure};
 
@@ -34,9 +32,9 @@ struct WebAppObject {
 impl Reconciler for WebAppReconciler {
     fn describe() -> ControllerSpec {
         ControllerSpec::new(Gvk::new(resource::GROUP, resource::VERSION, resource::KIND))
-            .owns_kind::<Deployment>()
-            .owns_kind::<Service>()
-            .owns_kind::<ConfigMap>()
+            .owns(children::deployment_kind())
+            .owns(children::service_kind())
+            .owns(children::config_map_kind())
     }
 
     fn reconcile(view: WorldView) -> Result<Outcome, Error> {
@@ -53,12 +51,7 @@ impl Reconciler for WebAppReconciler {
             spec.port
         );
         let name = view.name();
-        let deployment_kind = Gvk::of::<Deployment>();
-        let observed = view
-            .children_of_kind(&deployment_kind)
-            .find(|child| child.pointer("/metadata/name").and_then(serde_json::Value::as_str) == Some(name))
-            .map(ObservedDeployment::from_json)
-            .transpose()?;
+        let observed = ObservedDeployment::named(&view, name)?;
 
         let mut outcome = Outcome::new()
             .child(&children::deployment(name, &spec))

@@ -1,9 +1,9 @@
 //! Status and the `Ready` condition, derived from the observed Deployment.
 
 use serde::Deserialize;
-use serde_json::Value;
-use wasm_reconciler_sdk::{Condition, Error};
+use wasm_reconciler_sdk::{Condition, Error, WorldView};
 
+use crate::children::deployment_kind;
 use crate::resource::{WebAppSpec, WebAppStatus};
 
 /// The parts of an observed Deployment that readiness depends on.
@@ -32,6 +32,8 @@ struct DeploymentView {
 
 #[derive(Deserialize, Default)]
 struct MetadataView {
+    #[serde(default)]
+    name: String,
     generation: Option<i64>,
 }
 
@@ -44,17 +46,23 @@ struct StatusView {
 }
 
 impl ObservedDeployment {
-    /// Reads the fields readiness needs from an observed Deployment object.
-    pub fn from_json(object: &Value) -> Result<Self, Error> {
-        let view = DeploymentView::deserialize(object)
-            .map_err(|error| Error::from(error).context("reading the observed Deployment"))?;
-        let status = view.status.unwrap_or_default();
-        Ok(Self {
-            generation: view.metadata.generation,
-            observed_generation: status.observed_generation,
-            ready_replicas: status.ready_replicas.unwrap_or(0),
-            available_replicas: status.available_replicas.unwrap_or(0),
-        })
+    /// Reads the fields readiness needs from the observed Deployment called `name`, if there is one.
+    pub fn named(view: &WorldView, name: &str) -> Result<Option<Self>, Error> {
+        let deployments: Vec<DeploymentView> = view
+            .children_as(&deployment_kind())
+            .map_err(|error| error.context("reading the observed Deployment"))?;
+        Ok(deployments
+            .into_iter()
+            .find(|deployment| deployment.metadata.name == name)
+            .map(|deployment| {
+                let status = deployment.status.unwrap_or_default();
+                Self {
+                    generation: deployment.metadata.generation,
+                    observed_generation: status.observed_generation,
+                    ready_replicas: status.ready_replicas.unwrap_or(0),
+                    available_replicas: status.available_replicas.unwrap_or(0),
+                }
+            }))
     }
 }
 
