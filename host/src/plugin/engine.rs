@@ -96,6 +96,7 @@ impl PluginEngine {
             .total_tables(MAX_CONCURRENT_INSTANCES * TABLES_PER_INSTANCE)
             .max_memory_size(1 << 32)
             .linear_memory_keep_resident(MEMORY_KEPT_RESIDENT)
+            .pagemap_scan(wasmtime::Enabled::Auto)
             .table_keep_resident(TABLES_KEPT_RESIDENT);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&config).map_err(EngineError::Config)?;
