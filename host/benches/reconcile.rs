@@ -385,6 +385,16 @@ struct ComponentSize {
     aim_kib: u64,
 }
 
+impl ComponentSize {
+    fn kib(&self) -> f64 {
+        self.bytes as f64 / 1024.0
+    }
+
+    fn met(&self) -> &'static str {
+        met(self.bytes <= self.aim_kib * 1024)
+    }
+}
+
 fn component_sizes() -> anyhow::Result<Vec<ComponentSize>> {
     [
         ("configmapset", wasm_reconciler_artifacts::CONFIGMAPSET),
@@ -603,9 +613,9 @@ impl Report {
                 "| {} | {} | {:.1} | ≤ {} KiB: {} |",
                 size.name,
                 size.bytes,
-                size.bytes as f64 / 1024.0,
+                size.kib(),
                 size.aim_kib,
-                met(size.bytes <= size.aim_kib * 1024)
+                size.met()
             );
         }
 
@@ -628,8 +638,8 @@ impl Report {
                 "| {} ≤ {} KiB | {:.1} KiB | {} |",
                 size.name,
                 size.aim_kib,
-                size.bytes as f64 / 1024.0,
-                met(size.bytes <= size.aim_kib * 1024)
+                size.kib(),
+                size.met()
             );
         }
 
