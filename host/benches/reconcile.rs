@@ -604,7 +604,7 @@ impl Report {
         let _ = writeln!(out, "\n## Component sizes\n");
         let _ = writeln!(
             out,
-            "Built for `wasm32-wasip2` with the `wasm-release` profile (opt-level 2, LTO, strip, panic=abort), each with `cargo rustc --crate-type cdylib` so LTO applies.\n"
+            "Built for `wasm32-wasip2` with the `wasm-release` profile (opt-level s, LTO, strip, panic=abort), each with `cargo rustc --crate-type cdylib` so LTO applies.\n"
         );
         let _ = writeln!(out, "| component | bytes | KiB | aim |\n|---|---:|---:|---|");
         for size in &self.sizes {
