@@ -32,11 +32,7 @@ impl Head {
     /// Reads the head of an object's JSON text. An error when the text is not a JSON object, when one of
     /// the three fields has the wrong type, or when the text breaks off before all three were read.
     pub(crate) fn read(text: &str) -> Result<Self, serde_json::Error> {
-        let mut head = Self {
-            api_version: None,
-            kind: None,
-            metadata: None,
-        };
+        let mut head = Self::default();
         let mut deserializer = serde_json::Deserializer::from_str(text);
         match deserializer.deserialize_map(HeadVisitor { head: &mut head }) {
             Ok(()) => Ok(head),

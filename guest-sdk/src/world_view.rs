@@ -89,19 +89,12 @@ impl Child {
         self.head.name()
     }
 
-    fn of_value(object: &Value) -> Self {
-        let text = |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_owned);
-        Self {
-            text: object.to_string(),
-            head: Head {
-                api_version: text(object.get("apiVersion")),
-                kind: text(object.get("kind")),
-                metadata: object.get("metadata").map(|metadata| Metadata {
-                    name: text(metadata.get("name")),
-                    ..Metadata::default()
-                }),
-            },
-        }
+    /// A child of its text, with its head read.
+    fn of_text(text: String) -> Result<Self, serde_json::Error> {
+        Ok(Self {
+            head: Head::read(&text)?,
+            text,
+        })
     }
 }
 
@@ -110,17 +103,11 @@ impl WorldView {
     ///
     /// The host builds views itself; this and the `with_*` methods exist for tests.
     pub fn new(primary: Value) -> Self {
-        let text = |field: &str| primary.get("metadata")?.get(field)?.as_str().map(str::to_owned);
-        let metadata = Metadata {
-            name: text("name"),
-            namespace: text("namespace"),
-            uid: text("uid"),
-            generation: primary
-                .get("metadata")
-                .and_then(|metadata| metadata.get("generation")?.as_i64()),
-        };
+        let text = primary.to_string();
+        // Read as the host's texts are; metadata of the wrong shape reads as absent.
+        let metadata = Head::read(&text).map(Head::into_metadata).unwrap_or_default();
         Self {
-            primary: primary.to_string(),
+            primary: text,
             metadata,
             children: Vec::new(),
             config: "{}".to_owned(),
@@ -139,8 +126,12 @@ impl WorldView {
 
     /// Adds observed child objects.
     pub fn with_children(mut self, children: impl IntoIterator<Item = Value>) -> Self {
-        self.children
-            .extend(children.into_iter().map(|child| Child::of_value(&child)));
+        self.children.extend(children.into_iter().map(|child| {
+            let text = child.to_string();
+            // A child that is not an object (a test of malformed input) is kept, of no kind.
+            let head = Head::read(&text).unwrap_or_default();
+            Child { text, head }
+        }));
         self.children_json = OnceCell::new();
         self
     }
@@ -296,10 +287,11 @@ impl WorldView {
         let children = children
             .into_iter()
             .enumerate()
-            .map(|(position, text)| match Head::read(&text) {
-                Ok(head) => Ok(Child { text, head }),
-                Err(error) => Err(Error::from_json(&error)
-                    .context(format_args!("world view: child #{position} is not a Kubernetes object"))),
+            .map(|(position, text)| {
+                Child::of_text(text).map_err(|error| {
+                    Error::from_json(&error)
+                        .context(format_args!("world view: child #{position} is not a Kubernetes object"))
+                })
             })
             .collect::<Result<Vec<_>, _>>()?;
         let config = if config.trim().is_empty() {

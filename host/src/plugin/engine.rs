@@ -86,7 +86,9 @@ impl PluginEngine {
         config.epoch_interruption(true);
         config.parallel_compilation(true);
         // A fresh instance per call is the hot path: a pooling allocator reuses memory slots instead of mapping
-        // and unmapping linear memory per call, and keeping the used part resident avoids re-faulting it.
+        // and unmapping linear memory per call, and keeping the used part resident avoids re-faulting it. Where the
+        // kernel has the PAGEMAP_SCAN ioctl (Linux 6.7+), resetting a slot clears only the pages the call wrote,
+        // not the whole resident part (docs/benchmarks.md, plugin runtime).
         // Each memory slot may grow to 4 GiB (wasm32's whole space), so `Limits::memory_bytes` stays the only
         // memory limit and its violations keep their typed error.
         let mut pool = PoolingAllocationConfig::new();
