@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"wasm-reconciler/tests/kube/internal/node"
 	"wasm-reconciler/tests/kube/internal/pki"
 )
 
@@ -80,4 +81,70 @@ func (c *Cluster) controllerManagerArgs(port int) []string {
 		"--root-ca-file=" + c.pki.Path(pki.CACert),
 	}
 	return append(args, c.config.ExtraControllerManagerArgs...)
+}
+
+// nodeAPIServerArgs are the API server's flags on a node: the plain ones, then what a node needs. It listens on
+// every address of the node's namespace (loopback, for the launcher's forwarder and the components; the node's
+// address, which the `kubernetes` Service's endpoints carry, for pods) and advertises the node's address.
+func (c *Cluster) nodeAPIServerArgs(etcdURL string) []string {
+	args := c.apiServerArgs(etcdURL, node.APIServerPort)
+	// The plain flags end with the extra ones; the node's go before them, so that an extra flag still wins.
+	plain := args[:len(args)-len(c.config.ExtraAPIServerArgs)]
+	var kept []string
+	for _, arg := range plain {
+		switch {
+		case strings.HasPrefix(arg, "--bind-address="), strings.HasPrefix(arg, "--advertise-address="),
+			strings.HasPrefix(arg, "--endpoint-reconciler-type="), strings.HasPrefix(arg, "--authorization-mode="):
+			continue
+		}
+		kept = append(kept, arg)
+	}
+	kept = append(kept,
+		"--bind-address=0.0.0.0",
+		"--advertise-address="+node.NodeIP,
+		// Node authorizes each kubelet for its own node's objects, NodeRestriction keeps it from writing others'.
+		"--authorization-mode=Node,RBAC",
+		"--enable-admission-plugins=NodeRestriction",
+		"--allow-privileged=true",
+		"--kubelet-client-certificate="+c.pki.Path(pki.APIServerKubeletClientCert),
+		"--kubelet-client-key="+c.pki.Path(pki.APIServerKubeletClientKey),
+		"--kubelet-certificate-authority="+c.pki.Path(pki.CACert),
+		"--kubelet-preferred-address-types=InternalIP,Hostname",
+		// The write history: every create, update, patch and delete, with its user, as JSON lines.
+		"--audit-policy-file="+c.node.layout.AuditPolicy(),
+		"--audit-log-path="+c.AuditLog(),
+		"--audit-log-format=json",
+		"--audit-log-mode=blocking",
+		"--audit-log-maxbackup=0",
+		"--audit-log-maxsize=0",
+	)
+	return append(kept, c.config.ExtraAPIServerArgs...)
+}
+
+func (c *Cluster) schedulerArgs() []string {
+	kubeconfig := c.node.layout.SchedulerKubeconfig()
+	args := []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(node.SchedulerPort),
+		"--tls-cert-file=" + c.pki.Path(pki.SchedulerTLSCert),
+		"--tls-private-key-file=" + c.pki.Path(pki.SchedulerTLSKey),
+		"--leader-elect=false",
+	}
+	return append(args, c.config.Node.ExtraSchedulerArgs...)
+}
+
+func (c *Cluster) kubeletArgs() []string {
+	layout := c.node.layout
+	args := []string{
+		"--config=" + layout.KubeletConfig(),
+		"--kubeconfig=" + layout.KubeletKubeconfig(),
+		"--hostname-override=" + c.node.name,
+		"--node-ip=" + node.NodeIP,
+		"--root-dir=" + layout.KubeletRootDir(),
+		"--cert-dir=" + filepath.Join(c.config.Dir, PKIDir, "kubelet"),
+	}
+	return append(args, c.config.Node.ExtraKubeletArgs...)
 }

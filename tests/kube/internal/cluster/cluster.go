@@ -81,6 +81,9 @@ type Config struct {
 	// Timeout bounds the wait for each component to become ready.
 	Timeout time.Duration
 	Logger  *slog.Logger
+	// Node, when set, runs the whole cluster in a network namespace of its own with a node: kube-scheduler,
+	// containerd, the kubelet and kube-proxy (node.go).
+	Node *NodeConfig
 }
 
 // Cluster is a running control plane.
@@ -89,8 +92,15 @@ type Cluster struct {
 	server     string
 	kubeconfig string
 	pki        pki.Set
+	// internalServer is the API server's URL for the other components: server, except on a node, where they
+	// reach it inside the node's network namespace.
+	internalServer string
+	// env is the components' environment (nil: the launcher's).
+	env []string
 	// processes in start order; stopped in reverse.
 	processes []*process
+	// node is the node's state; nil without one.
+	node *nodeState
 }
 
 // Server is the API server's URL.
@@ -109,6 +119,9 @@ func (c *Cluster) LogsDir() string { return filepath.Join(c.config.Dir, LogsDir)
 // RBAC bootstrap policy is in place and the controller manager serves (the `default` ServiceAccount exists). On
 // error, whatever was started has been stopped. The caller holds LockDir(config.Dir).
 func Start(ctx context.Context, config Config) (*Cluster, error) {
+	if config.Node != nil {
+		return startNode(ctx, config)
+	}
 	// Free ports are found by binding and closing them; another process can take one before the component binds
 	// it. The component then exits at once with "address already in use" and the start is tried on new ports.
 	const attempts = 3
@@ -170,6 +183,7 @@ func startOnce(ctx context.Context, config Config) (cluster *Cluster, err error)
 		apiServerPort = ports[3]
 	}
 	c.server = "https://127.0.0.1:" + strconv.Itoa(apiServerPort)
+	c.internalServer = c.server
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClientPort)
 
 	caPEM, err := c.pki.Read(pki.CACert)
@@ -256,6 +270,12 @@ func (c *Cluster) Stop() error {
 	var errs []error
 	for i := len(c.processes) - 1; i >= 0; i-- {
 		p := c.processes[i]
+		if p.name == "containerd" && c.node != nil {
+			// The kubelet is gone: the pods' containers go before containerd, whose shims would keep them.
+			if err := c.node.run.KillPods(20 * time.Second); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		started := time.Now()
 		// The API server drains in-flight requests and watches before it exits.
 		grace := 15 * time.Second
@@ -270,15 +290,25 @@ func (c *Cluster) Stop() error {
 			"exit", exitStatus(p))
 	}
 	c.processes = nil
+	if c.node != nil {
+		errs = append(errs, c.node.close(c.config.Logger))
+	}
 	return errors.Join(errs...)
 }
 
-func (c *Cluster) start(ctx context.Context, name, binary string, args []string) (*process, error) {
+func (c *Cluster) start(ctx context.Context, name, binary string, args []string, extraEnv ...string) (*process, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	logPath := filepath.Join(c.LogsDir(), name+".log")
-	p, err := startProcess(name, binary, args, logPath)
+	env := c.env
+	if len(extraEnv) > 0 {
+		if env == nil {
+			env = os.Environ()
+		}
+		env = append(slices.Clip(env), extraEnv...)
+	}
+	p, err := startProcess(name, binary, args, env, logPath)
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +341,12 @@ func (c *Cluster) prepareDir() error {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
 	if c.config.Fresh {
-		for _, name := range []string{EtcdDir, PKIDir, Kubeconfig, controllerManagerKubeconfig} {
+		names := []string{EtcdDir, PKIDir, Kubeconfig, controllerManagerKubeconfig}
+		if c.node != nil {
+			// The node's files: configuration, containerd's images and containers, the kubelet's pods, CNI state.
+			names = append(names, "node", "containerd", "kubelet", "cni")
+		}
+		for _, name := range names {
 			if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 				return fmt.Errorf("removing %s: %w", name, err)
 			}
@@ -324,14 +359,23 @@ func (c *Cluster) prepareDir() error {
 }
 
 func (c *Cluster) writeKubeconfigs(caPEM []byte) error {
-	identities := []struct {
+	type identity struct {
 		path      string
 		user      string
 		cert, key string
-	}{
+	}
+	identities := []identity{
 		{c.kubeconfig, pki.AdminUser, pki.AdminCert, pki.AdminKey},
 		{filepath.Join(c.config.Dir, controllerManagerKubeconfig), pki.ControllerManagerUser,
 			pki.ControllerManagerCert, pki.ControllerManagerKey},
+	}
+	if c.node != nil {
+		layout := c.node.layout
+		identities = append(identities,
+			identity{layout.SchedulerKubeconfig(), pki.SchedulerUser, pki.SchedulerCert, pki.SchedulerKey},
+			identity{layout.KubeletKubeconfig(), pki.NodeUser(c.node.name), pki.KubeletClientCert, pki.KubeletClientKey},
+			identity{layout.ProxyKubeconfig(), pki.ProxyUser, pki.ProxyCert, pki.ProxyKey},
+		)
 	}
 	for _, id := range identities {
 		cert, err := c.pki.Read(id.cert)
@@ -342,7 +386,13 @@ func (c *Cluster) writeKubeconfigs(caPEM []byte) error {
 		if err != nil {
 			return err
 		}
-		if err := kubeconfig.Write(id.path, c.server, caPEM, kubeconfig.Identity{User: id.user, Cert: cert, Key: key}); err != nil {
+		// People and tests use the admin kubeconfig where the launcher runs; the components reach the API server
+		// where they run.
+		server := c.internalServer
+		if id.path == c.kubeconfig {
+			server = c.server
+		}
+		if err := kubeconfig.Write(id.path, server, caPEM, kubeconfig.Identity{User: id.user, Cert: cert, Key: key}); err != nil {
 			return err
 		}
 	}

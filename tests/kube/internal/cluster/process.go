@@ -26,38 +26,36 @@ type process struct {
 	stopOnce sync.Once
 }
 
-// spawnRequest asks the spawning thread to start one command.
-type spawnRequest struct {
-	cmd    *exec.Cmd
-	result chan error
-}
-
 var (
 	spawnOnce     sync.Once
-	spawnRequests chan spawnRequest
+	spawnRequests chan func()
 )
 
-// spawn starts cmd from one OS thread that lives as long as the launcher. Linux delivers a child's parent-death
+// onSpawnThread runs fn on one OS thread that lives as long as the launcher. Linux delivers a child's parent-death
 // signal when the thread that forked it exits, not the process; Go may end an idle thread, so every child is forked
-// from a goroutine locked to a thread that never ends.
-func spawn(cmd *exec.Cmd) error {
+// from a goroutine locked to a thread that never ends. A node run also moves that thread into the node's network
+// namespace, so that every component starts there.
+func onSpawnThread(fn func() error) error {
 	spawnOnce.Do(func() {
-		spawnRequests = make(chan spawnRequest)
+		spawnRequests = make(chan func())
 		go func() {
 			runtime.LockOSThread()
 			for request := range spawnRequests {
-				request.result <- request.cmd.Start()
+				request()
 			}
 		}()
 	})
 	result := make(chan error, 1)
-	spawnRequests <- spawnRequest{cmd: cmd, result: result}
+	spawnRequests <- func() { result <- fn() }
 	return <-result
 }
 
-// startProcess runs binary with args, output to logPath (truncated), in a new process group, killed if the launcher
-// dies.
-func startProcess(name, binary string, args []string, logPath string) (*process, error) {
+// spawn starts cmd from the spawning thread.
+func spawn(cmd *exec.Cmd) error { return onSpawnThread(cmd.Start) }
+
+// startProcess runs binary with args and env (nil: the launcher's), output to logPath (truncated), in a new process
+// group, killed if the launcher dies.
+func startProcess(name, binary string, args, env []string, logPath string) (*process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening the log of %s: %w", name, err)
@@ -65,7 +63,10 @@ func startProcess(name, binary string, args []string, logPath string) (*process,
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	cmd.Env = os.Environ()
+	cmd.Env = env
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// A terminal's Ctrl-C goes to the launcher only, which then stops the components in order.
 		Setpgid:   true,

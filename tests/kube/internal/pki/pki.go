@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -40,6 +41,23 @@ const (
 	FrontProxyClientKey  = "front-proxy-client.key"
 )
 
+// Files of a node (Options.Node): the kubelet's client and serving pairs, the API server's client pair for the
+// kubelet's API, and the client pairs of kube-scheduler and kube-proxy, with the scheduler's serving pair.
+const (
+	KubeletClientCert          = "kubelet-client.crt"
+	KubeletClientKey           = "kubelet-client.key"
+	KubeletServingCert         = "kubelet-serving.crt"
+	KubeletServingKey          = "kubelet-serving.key"
+	APIServerKubeletClientCert = "apiserver-kubelet-client.crt"
+	APIServerKubeletClientKey  = "apiserver-kubelet-client.key"
+	SchedulerCert              = "scheduler.crt"
+	SchedulerKey               = "scheduler.key"
+	SchedulerTLSCert           = "scheduler-serving.crt"
+	SchedulerTLSKey            = "scheduler-serving.key"
+	ProxyCert                  = "kube-proxy.crt"
+	ProxyKey                   = "kube-proxy.key"
+)
+
 // AdminUser and AdminGroup name the identity of the admin client certificate; system:masters bypasses RBAC.
 const (
 	AdminUser  = "kube-harness-admin"
@@ -48,7 +66,18 @@ const (
 	ControllerManagerUser = "system:kube-controller-manager"
 	// FrontProxyUser is the name aggregated API servers accept the X-Remote-* headers from.
 	FrontProxyUser = "front-proxy-client"
+	// The users the RBAC bootstrap policy binds the scheduler's and kube-proxy's roles to, and the group of
+	// nodes (the Node authorizer and NodeRestriction read a kubelet's node name from system:node:<name>).
+	SchedulerUser = "system:kube-scheduler"
+	ProxyUser     = "system:kube-proxy"
+	NodesGroup    = "system:nodes"
+	// APIServerKubeletClientUser is how the API server authenticates to kubelets (logs, exec, port-forward);
+	// system:masters lets the kubelet's webhook authorisation allow it everything, as kubeadm's used to.
+	APIServerKubeletClientUser = "kube-apiserver-kubelet-client"
 )
+
+// NodeUser is the user a kubelet authenticates as.
+func NodeUser(name string) string { return "system:node:" + name }
 
 // validity is long enough that a directory kept for local use does not expire under a person.
 const validity = 10 * 365 * 24 * time.Hour
@@ -68,6 +97,14 @@ func (s Set) Read(name string) ([]byte, error) { return os.ReadFile(s.Path(name)
 type Options struct {
 	// ServiceIP is the first address of the service CIDR: the ClusterIP of the `kubernetes` Service.
 	ServiceIP net.IP
+	// Node, when set, adds its address to the API server's certificate and creates the node's files.
+	Node *NodeOptions
+}
+
+// NodeOptions name the node and its address.
+type NodeOptions struct {
+	Name string
+	IP   net.IP
 }
 
 // Ensure returns the PKI in dir, creating every missing file. A CA that is reused keeps signing: the certificates
@@ -78,7 +115,8 @@ func Ensure(dir string, opts Options) (Set, error) {
 		return set, fmt.Errorf("creating PKI directory: %w", err)
 	}
 	ca, caKey, err := ensureCA(set, CACert, CAKey, "kube-harness-ca",
-		APIServerCert, AdminCert, ControllerManagerCert, ControllerManagerTLSCert)
+		APIServerCert, AdminCert, ControllerManagerCert, ControllerManagerTLSCert, KubeletClientCert,
+		KubeletServingCert, APIServerKubeletClientCert, SchedulerCert, SchedulerTLSCert, ProxyCert)
 	if err != nil {
 		return set, err
 	}
@@ -87,21 +125,46 @@ func Ensure(dir string, opts Options) (Set, error) {
 	if err != nil {
 		return set, err
 	}
-	leaves := []struct {
+	apiServerIPs := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, opts.ServiceIP}
+	if opts.Node != nil {
+		apiServerIPs = append(apiServerIPs, opts.Node.IP)
+	}
+	// A certificate issued for a directory first used without a node lacks the node's address: issue it again.
+	if exists(set.Path(APIServerCert)) && !coversIPs(set.Path(APIServerCert), apiServerIPs) {
+		if err := os.Remove(set.Path(APIServerCert)); err != nil {
+			return set, fmt.Errorf("removing an API server certificate without the node's address: %w", err)
+		}
+	}
+	type leaf struct {
 		cert, key string
 		template  *x509.Certificate
 		ca        *x509.Certificate
 		caKey     crypto.Signer
-	}{
+	}
+	leaves := []leaf{
 		{APIServerCert, APIServerKey, servingTemplate("kube-apiserver", []string{
 			"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local",
-		}, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, opts.ServiceIP}), ca, caKey},
+		}, apiServerIPs), ca, caKey},
 		{AdminCert, AdminKey, clientTemplate(AdminUser, AdminGroup), ca, caKey},
 		{ControllerManagerCert, ControllerManagerKey, clientTemplate(ControllerManagerUser, ""), ca, caKey},
 		{ControllerManagerTLSCert, ControllerManagerTLSKey, servingTemplate("kube-controller-manager",
 			[]string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}), ca, caKey},
 		{FrontProxyClientCert, FrontProxyClientKey, clientTemplate(FrontProxyUser, ""), frontProxyCA, frontProxyCAKey},
+	}
+	if node := opts.Node; node != nil {
+		loopback := net.IPv4(127, 0, 0, 1)
+		leaves = append(leaves,
+			leaf{KubeletClientCert, KubeletClientKey, clientTemplate(NodeUser(node.Name), NodesGroup), ca, caKey},
+			leaf{KubeletServingCert, KubeletServingKey, servingTemplate(node.Name, []string{node.Name, "localhost"},
+				[]net.IP{node.IP, loopback}), ca, caKey},
+			leaf{APIServerKubeletClientCert, APIServerKubeletClientKey,
+				clientTemplate(APIServerKubeletClientUser, AdminGroup), ca, caKey},
+			leaf{SchedulerCert, SchedulerKey, clientTemplate(SchedulerUser, ""), ca, caKey},
+			leaf{SchedulerTLSCert, SchedulerTLSKey, servingTemplate("kube-scheduler", []string{"localhost"},
+				[]net.IP{loopback}), ca, caKey},
+			leaf{ProxyCert, ProxyKey, clientTemplate(ProxyUser, ""), ca, caKey},
+		)
 	}
 	for _, leaf := range leaves {
 		if exists(set.Path(leaf.cert)) && exists(set.Path(leaf.key)) {
@@ -312,6 +375,20 @@ func readPEM(path, blockType string) (*pem.Block, error) {
 		return nil, fmt.Errorf("%s holds no %s block", path, blockType)
 	}
 	return block, nil
+}
+
+// coversIPs says whether the certificate at path names every address in ips (nil ones aside).
+func coversIPs(path string, ips []net.IP) bool {
+	cert, err := readCertificate(path)
+	if err != nil {
+		return false
+	}
+	for _, ip := range ips {
+		if ip != nil && !slices.ContainsFunc(cert.IPAddresses, ip.Equal) {
+			return false
+		}
+	}
+	return true
 }
 
 func exists(path string) bool {
