@@ -70,10 +70,14 @@ test: toolchain test-tools polyglot kube-harness helm-check
 
 ## test-tools: the Debian packages the checks use, installed when missing: jq, yq, curl; docker-registry (CNCF
 ## Distribution, the OCI registry the registry tests start); pdns-server with pdns-backend-sqlite3 and sqlite3 (the
-## PowerDNS server the DNSRecord tests start).
+## PowerDNS server the DNSRecord tests start); for the real cluster's node (docs/real-cluster.md): runc,
+## containernetworking-plugins, iptables, conntrack, skopeo (pushes the node's images), buildah and busybox-static
+## (build them).
 TEST_TOOLS := jq:jq yq:yq curl:curl docker-registry:docker-registry sqlite3:sqlite3 \
 	/usr/sbin/pdns_server:pdns-server \
-	/usr/share/pdns-backend-sqlite3/schema/schema.sqlite3.sql:pdns-backend-sqlite3
+	/usr/share/pdns-backend-sqlite3/schema/schema.sqlite3.sql:pdns-backend-sqlite3 \
+	runc:runc /usr/lib/cni/bridge:containernetworking-plugins iptables:iptables conntrack:conntrack \
+	skopeo:skopeo buildah:buildah /usr/share/doc/busybox-static:busybox-static
 test-tools:
 	@missing=""; for entry in $(TEST_TOOLS); do \
 		tool="$${entry%%:*}"; package="$${entry#*:}"; \
@@ -174,22 +178,31 @@ bench-peers: plugins
 clean-dev:
 	rm -rf $(DEV_DIR)
 
-# A real kube-apiserver + etcd + kube-controller-manager (and helm), built from Go modules: docs/real-cluster.md.
+# A real kube-apiserver + etcd + kube-controller-manager (and helm), built from Go modules, with a node (kubelet,
+# containerd, kube-proxy, kube-scheduler) in a network namespace of its own: docs/real-cluster.md.
 REAL_CLUSTER_ARGS ?=
+REAL_NODE_ARGS ?=
 
-.PHONY: kube-harness real-cluster
-## kube-harness: build the real control plane (cached under ~/.cache/wasm-reconciler/kube), test the launcher's Go
-## packages and run its self-check.
-kube-harness:
+.PHONY: kube-harness real-cluster real-node
+## kube-harness: build the real control plane and node (cached under ~/.cache/wasm-reconciler/kube), test the
+## launcher's Go packages and run its self-checks (the control plane, then the node).
+kube-harness: test-tools
 	tests/kube/build.sh >/dev/null
 	cd tests/kube && go test ./internal/...
 	tests/kube/selfcheck.sh
+	tests/kube/selfcheck-node.sh
 
 ## real-cluster: a real Kubernetes control plane on .dev/real-cluster, in the foreground (Ctrl-C stops it; REAL_CLUSTER_ARGS="--fresh" etc.).
 real-cluster:
 	@bin_dir="$$(tests/kube/build.sh)"; \
 	echo "kubeconfig: $(CURDIR)/$(DEV_DIR)/real-cluster/kubeconfig (written when ready; Ctrl-C stops the cluster)"; \
 	exec "$$bin_dir/kube-harness" up --dir $(DEV_DIR)/real-cluster $(REAL_CLUSTER_ARGS)
+
+## real-node: the real control plane with a node and a registry on .dev/real-node, in the foreground (Ctrl-C stops it; REAL_NODE_ARGS="--fresh" etc.).
+real-node: test-tools
+	@bin_dir="$$(tests/kube/build.sh)"; \
+	echo "kubeconfig: $(CURDIR)/$(DEV_DIR)/real-node/kubeconfig (written when ready; Ctrl-C stops the cluster)"; \
+	exec "$$bin_dir/kube-harness" up --dir $(DEV_DIR)/real-node --node --registry-dir $(DEV_DIR)/real-node-registry $(REAL_NODE_ARGS)
 
 .PHONY: helm-check
 ## helm-check: the Helm chart (deploy/helm/wasm-reconciler) linted, rendered, compared with `kubectl kustomize deploy/`, installed, upgraded and uninstalled on a real API server.
