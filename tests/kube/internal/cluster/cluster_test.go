@@ -91,3 +91,25 @@ func TestAComponentThatCouldNotBindSaysSoWithItsLog(t *testing.T) {
 		t.Fatalf("exitError() = %v, want the log quoted and no errPortTaken", err)
 	}
 }
+
+func TestTheNodesComponentsGetNoProxyAndTheSbinDirectories(t *testing.T) {
+	t.Setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
+	t.Setenv("no_proxy", "example.invalid")
+	t.Setenv("PATH", "/usr/bin:/bin")
+	env := nodeEnv()
+	var path string
+	for _, entry := range env {
+		name, value, _ := strings.Cut(entry, "=")
+		if strings.HasSuffix(strings.ToLower(name), "_proxy") {
+			t.Errorf("%s reaches the components", entry)
+		}
+		if name == "PATH" {
+			path = value
+		}
+	}
+	for _, dir := range []string{"/usr/bin", "/usr/sbin", "/sbin"} {
+		if !strings.Contains(":"+path+":", ":"+dir+":") {
+			t.Errorf("PATH %q lacks %s", path, dir)
+		}
+	}
+}

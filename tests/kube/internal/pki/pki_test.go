@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"net"
 	"os"
+	"slices"
 	"testing"
 )
 
@@ -160,4 +161,36 @@ func mustCertificate(t *testing.T, set Set, name string) *x509.Certificate {
 		t.Fatal(err)
 	}
 	return cert
+}
+
+func TestANodeGetsItsIdentitiesAndTheAPIServerItsAddress(t *testing.T) {
+	dir := t.TempDir()
+	serviceIP := net.IPv4(10, 96, 0, 1)
+	// A directory first used without a node: the API server's certificate lacks the node's address.
+	if _, err := Ensure(dir, Options{ServiceIP: serviceIP}); err != nil {
+		t.Fatal(err)
+	}
+	nodeIP := net.IPv4(10, 244, 0, 1)
+	set, err := Ensure(dir, Options{ServiceIP: serviceIP, Node: &NodeOptions{Name: "n1", IP: nodeIP}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiServer := mustCertificate(t, set, APIServerCert)
+	if !slices.ContainsFunc(apiServer.IPAddresses, nodeIP.Equal) {
+		t.Fatalf("the API server's certificate names %v, not the node's address", apiServer.IPAddresses)
+	}
+	kubelet := mustCertificate(t, set, KubeletClientCert)
+	if kubelet.Subject.CommonName != "system:node:n1" || !slices.Equal(kubelet.Subject.Organization, []string{NodesGroup}) {
+		t.Fatalf("kubelet client certificate subject %v", kubelet.Subject)
+	}
+	serving := mustCertificate(t, set, KubeletServingCert)
+	if !slices.ContainsFunc(serving.IPAddresses, nodeIP.Equal) || !slices.Contains(serving.DNSNames, "n1") {
+		t.Fatalf("kubelet serving certificate names %v %v", serving.IPAddresses, serving.DNSNames)
+	}
+	for name, user := range map[string]string{SchedulerCert: SchedulerUser, ProxyCert: ProxyUser,
+		APIServerKubeletClientCert: APIServerKubeletClientUser} {
+		if cert := mustCertificate(t, set, name); cert.Subject.CommonName != user {
+			t.Errorf("%s is for %q, want %q", name, cert.Subject.CommonName, user)
+		}
+	}
 }
