@@ -90,7 +90,8 @@ func upFlags(opts *options) *flag.FlagSet {
 	flags.StringVar(&opts.controllers, "controllers", "",
 		"kube-controller-manager --controllers list (default: "+strings.Join(cluster.DefaultControllers, ",")+
 			"; with --node: *)")
-	flags.BoolVar(&opts.fresh, "fresh", false, "forget the PKI and etcd's data of an earlier run in DIR")
+	flags.BoolVar(&opts.fresh, "fresh", false,
+		"forget the PKI and etcd's data of an earlier run in DIR (with --node also the node's images, pods and files)")
 	flags.BoolVar(&opts.etcdFsync, "etcd-fsync", false, "let etcd fsync its writes (off: faster, data is disposable)")
 	flags.DurationVar(&opts.timeout, "timeout", 2*time.Minute, "how long each component may take to become ready")
 	flags.Var(&opts.etcdArgs, "etcd-arg", "extra etcd flag, e.g. --etcd-arg=--quota-backend-bytes=4294967296 (repeatable)")
@@ -98,11 +99,14 @@ func upFlags(opts *options) *flag.FlagSet {
 	flags.Var(&opts.controllerManagerArgs, "controller-manager-arg", "extra kube-controller-manager flag (repeatable)")
 	flags.BoolVar(&opts.node, "node", false,
 		"also run a node (kube-scheduler, containerd, kubelet, kube-proxy), all in a network namespace of its own")
-	flags.StringVar(&opts.registryDir, "registry-dir", "",
-		"with --node: run a registry with its storage here, reachable by pods as localhost:5000, with the pause and busybox images")
-	flags.IntVar(&opts.registryPort, "registry-port", 0, "with --registry-dir: the registry's port on 127.0.0.1 (0: a free port)")
-	flags.StringVar(&opts.imagesDir, "images-dir", "", "with --node: the OCI layouts pause/ and busybox/ (default: BIN-DIR/../images)")
-	flags.StringVar(&opts.cniBinDir, "cni-bin-dir", "/usr/lib/cni", "with --node: the CNI plugins (bridge, host-local, portmap)")
+	flags.StringVar(&opts.registryDir, "registry-dir", "", "with --node: run a registry with its storage here, "+
+		"reachable by pods as localhost:5000, with the pause and busybox images")
+	flags.IntVar(&opts.registryPort, "registry-port", 0,
+		"with --registry-dir: the registry's port on 127.0.0.1 (0: a free port)")
+	flags.StringVar(&opts.imagesDir, "images-dir", "",
+		"with --node: the OCI layouts pause/ and busybox/ (default: BIN-DIR/../images)")
+	flags.StringVar(&opts.cniBinDir, "cni-bin-dir", "/usr/lib/cni",
+		"with --node: the CNI plugins (bridge, host-local, portmap)")
 	flags.Var(&opts.schedulerArgs, "scheduler-arg", "with --node: extra kube-scheduler flag (repeatable)")
 	flags.Var(&opts.kubeletArgs, "kubelet-arg", "with --node: extra kubelet flag (repeatable)")
 	flags.Var(&opts.proxyArgs, "proxy-arg", "with --node: extra kube-proxy flag (repeatable)")

@@ -333,7 +333,8 @@ func startNode(ctx context.Context, config Config) (c *Cluster, err error) {
 	if err := cgroups.Join(c.node.run.RuntimeCgroup(), containerd.cmd.Process.Pid); err != nil {
 		return c, err
 	}
-	if err := waitFor(ctx, containerd, "containerd's socket", config.Timeout, socketAccepts(layout.ContainerdSocket())); err != nil {
+	if err := waitFor(ctx, containerd, "containerd's socket", config.Timeout,
+		socketAccepts(layout.ContainerdSocket())); err != nil {
 		return c, err
 	}
 

@@ -46,7 +46,8 @@ func Create(name string) (*Namespace, error) {
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 			return fmt.Errorf("unshare(CLONE_NEWNET): %w", err)
 		}
-		if err := unix.Mount(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()), path, "none", unix.MS_BIND, ""); err != nil {
+		self := fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid())
+		if err := unix.Mount(self, path, "none", unix.MS_BIND, ""); err != nil {
 			return fmt.Errorf("binding the network namespace at %s: %w", path, err)
 		}
 		return nil
@@ -148,7 +149,8 @@ func (ns *Namespace) WriteSysctl(name, value string) error {
 // thread or open file holds it. A namespace that is not there is not an error.
 func Delete(name string) error {
 	path := filepath.Join(Dir, name)
-	if err := unix.Unmount(path, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+	err := unix.Unmount(path, unix.MNT_DETACH)
+	if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("unmounting network namespace %s: %w", path, err)
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {

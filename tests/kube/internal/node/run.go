@@ -85,7 +85,8 @@ func Register(dir string, logger *slog.Logger) (*Run, error) {
 	if err := os.Mkdir(runDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", runDir, err)
 	}
-	if run.lock, err = os.OpenFile(filepath.Join(runDir, "lock"), os.O_CREATE|os.O_RDWR|syscall.O_CLOEXEC, 0o644); err != nil {
+	// Close on exec (as every file Go opens): a component that inherited the lock would keep a dead run alive.
+	if run.lock, err = os.OpenFile(filepath.Join(runDir, "lock"), os.O_CREATE|os.O_RDWR, 0o644); err != nil {
 		return nil, err
 	}
 	if err := syscall.Flock(int(run.lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
