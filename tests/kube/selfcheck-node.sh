@@ -59,6 +59,12 @@ eventually() {
 # The host settings the kubelet changes, as they are before any node runs; they must be back after each stop.
 host_sysctls() { sysctl -n vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops | tr '\n' ' '; }
 sysctls_before="$(host_sysctls)"
+# The root namespace's links and iptables rules: a node must add none (everything is in its own namespace).
+root_network() {
+	ip -o link show | awk -F': ' '{print $2}' | sort
+	for table in filter nat mangle raw; do iptables -t "$table" -S 2>/dev/null; done
+}
+root_network_before="$(root_network)"
 
 start_launcher() {
 	: >"$work/harness.out"
@@ -119,7 +125,10 @@ check_node_ready() {
 	[[ -z $taints ]] || { echo "node tainted: $taints"; return 1; }
 	[[ $registry == 127.0.0.1:* ]] || { echo "ready line names registry '$registry'"; return 1; }
 	# The registry answers on the launcher's loopback and holds the images.
-	curl -fsS "http://$registry/v2/busybox/tags/list" | grep -q kube-harness
+	curl -fsS "http://$registry/v2/busybox/tags/list" | grep -q kube-harness || return 1
+	# Nothing of the node is in the root namespace: no link (no veth, no bridge), no iptables rule.
+	[[ "$(root_network)" == "$root_network_before" ]] ||
+		{ echo "the node changed the root namespace:"; diff <(echo "$root_network_before") <(root_network); return 1; }
 }
 
 check_deployment_available() {
@@ -295,6 +304,8 @@ check_clean_stop() {
 	left="$(run_leftovers "$id"; dir_leftovers)"
 	[[ -z $left ]] || { echo "left after the stop:"; echo "$left"; return 1; }
 	[[ "$(host_sysctls)" == "$sysctls_before" ]] || { echo "host sysctls $(host_sysctls), before: $sysctls_before"; return 1; }
+	[[ "$(root_network)" == "$root_network_before" ]] ||
+		{ echo "the root namespace's links or iptables rules changed:"; diff <(echo "$root_network_before") <(root_network); return 1; }
 }
 
 check_killed_launcher_swept() {
@@ -324,7 +335,7 @@ check_killed_launcher_swept() {
 # --- run -------------------------------------------------------------------------------------------------------------
 
 start_launcher
-check "node Ready, untainted; registry serves the images" check_node_ready
+check "node Ready, untainted; registry serves the images; root namespace untouched" check_node_ready
 check "Deployment of localhost:5000/busybox Available (pulled from the registry)" check_deployment_available
 check "Service answers a client pod through its ClusterIP" check_service_from_pod
 check "a pod reaches its own Service (hairpin)" check_service_backend_on_same_bridge_from_itself
@@ -334,7 +345,7 @@ check "readiness probe keeps a pod out of the endpoints" check_readiness_keeps_o
 check "kubectl delete pod: SIGTERM within the grace period" check_graceful_delete
 check "a pod calls the API server with in-cluster config" check_in_cluster_config
 check "audit log records writes, with a pod token's pod name" check_audit_log
-check "SIGTERM stops everything; nothing left; host sysctls back" check_clean_stop
+check "SIGTERM stops everything; nothing left; host sysctls and root namespace as before" check_clean_stop
 start_launcher
 check "a killed launcher's leftovers are swept by the next start" check_killed_launcher_swept
 check "SIGTERM after a sweep leaves nothing either" check_clean_stop
