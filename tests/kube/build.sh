@@ -21,11 +21,6 @@ die() { say "error: $*"; exit 1; }
 command -v go >/dev/null || die "go is required (Go >= $(sed -n 's/^go //p' go.mod)); install it and put it on PATH"
 command -v sha256sum >/dev/null || die "sha256sum (coreutils) is required"
 command -v flock >/dev/null || die "flock (util-linux) is required"
-# The images of the node: buildah makes them; busybox-static is the busybox image's only file.
-command -v buildah >/dev/null || die "buildah is required for the node's images (Debian package buildah)"
-busybox_binary=/bin/busybox
-[[ "$(dpkg-query -W -f='${Status}' busybox-static 2>/dev/null)" == "install ok installed" && -x $busybox_binary ]] ||
-	die "a static busybox is required for the node's busybox image (Debian package busybox-static)"
 
 # Versions come from go.mod, so that the module graph is the single source of truth.
 module_version() { sed -n "s|^[[:space:]]*$1 \(v[^[:space:]]*\).*|\1|p" go.mod | head -n1; }
@@ -82,6 +77,13 @@ if complete; then
 	echo "$bin_dir"
 	exit 0
 fi
+
+# The images of the node: buildah makes them; busybox-static is the busybox image's only file (Debian's other
+# busybox package installs a dynamically linked /bin/busybox, which a FROM scratch image cannot run).
+command -v buildah >/dev/null || die "buildah is required for the node's images (Debian package buildah)"
+busybox_binary=/bin/busybox
+[[ "$(dpkg-query -W -f='${Status}' busybox-static 2>/dev/null)" == "install ok installed" && -x $busybox_binary ]] ||
+	die "a static busybox is required for the node's busybox image (Debian package busybox-static)"
 
 kubernetes_minor="$(echo "$kubernetes_version" | cut -d. -f2)"
 kubernetes_major="${kubernetes_version#v}"
