@@ -279,6 +279,9 @@ func startNode(ctx context.Context, config Config) (c *Cluster, err error) {
 		if err := c.startRegistry(ctx, nodeBins, insideClient); err != nil {
 			return c, err
 		}
+	} else {
+		logger.Warn("node: no --registry-dir, so no registry: no pod can start unless something serves " +
+			SandboxImage + " at 127.0.0.1:5000 in the node's namespace")
 	}
 
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(node.EtcdClientPort)
