@@ -2,6 +2,8 @@
 //!
 //! The crate is laid out along the data flow, and each module imports only the ones before it:
 //!
+//! 0. [`lease`]: who may write — Leases decide which replica holds a role, and each role's fence is checked before
+//!    every write made in it;
 //! 1. [`plugin`]: wasm bytes → a validated, sandboxed, callable plugin;
 //! 2. [`delivery`]: plugin packages from a directory or ConfigMaps, handed to an [`delivery::Installer`];
 //! 3. [`runtime`]: what the host observes and schedules — shared informer caches, the workqueue, world-view
@@ -13,6 +15,8 @@
 //! 7. [`controller`]: drives reconciles (queue → world view → plugin call → applier) and runs one controller
 //!    per plugin, swapping versions only after they validated (the [`delivery::Installer`]);
 //! 8. [`cli`]: the command line.
+
+pub mod lease;
 
 pub mod plugin;
 

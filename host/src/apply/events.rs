@@ -24,6 +24,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 use tokio::sync::mpsc;
 
+use crate::lease::Ticket;
 use crate::plugin::{Event, EventType};
 
 /// Events allowed per object in a burst.
@@ -47,6 +48,8 @@ struct Pending {
     /// The object's uid (its key when it has none): its rate-limit bucket, lane and series.
     uid: String,
     key: String,
+    /// The reconcile's term: the event is written only if it still allows.
+    ticket: Ticket,
 }
 
 /// Publishes events for one plugin's primaries.
@@ -91,7 +94,7 @@ impl EventSink {
     }
 
     /// Queues `event` for the object; failures are logged, never fatal. `action` names what the host did.
-    pub async fn publish(&self, regarding: &ObjectReference, key: &str, action: &str, event: &Event) {
+    pub async fn publish(&self, ticket: &Ticket, regarding: &ObjectReference, key: &str, action: &str, event: &Event) {
         let uid = regarding.uid.clone().unwrap_or_else(|| key.to_owned());
         if !self.allow(&uid) {
             tracing::debug!(plugin = %self.plugin, key, reason = %event.reason, "event dropped by the rate limit");
@@ -108,6 +111,7 @@ impl EventSink {
             regarding: regarding.clone(),
             uid,
             key: key.to_owned(),
+            ticket: ticket.clone(),
         };
         if lane.send(pending).await.is_err() {
             tracing::debug!(plugin = %self.plugin, key, reason = %event.reason, "event dropped: the runtime is shutting down");
@@ -136,6 +140,10 @@ impl EventSink {
 /// Writes a lane's events in order until every sender is gone.
 async fn write_events(recorder: Arc<SeriesRecorder>, plugin: String, mut receiver: mpsc::Receiver<Pending>) {
     while let Some(pending) = receiver.recv().await {
+        if let Err(fenced) = pending.ticket.check() {
+            tracing::debug!(plugin, key = pending.key, reason = %pending.reason, why = %fenced, "event not written");
+            continue;
+        }
         if let Err(error) = recorder.record(&pending).await {
             tracing::warn!(plugin, key = pending.key, reason = %pending.reason, error = %crate::error_chain(&error), "could not record event");
         }

@@ -30,13 +30,15 @@ use self::events::EventSink;
 pub use self::finalizer::FinalizerState;
 use self::status::{ReconciledState, desired_status, reconciled_condition};
 use self::writer::WriteError;
+use crate::lease::{Fence, Ticket};
 use crate::plugin::{ControllerSpec, Event, Gvk, Outcome, ReconcileError};
 use crate::runtime::{CachedObject, Completion, KindCache, ObjectKey};
 
 /// The plugin call of one reconcile, made only if the finalizer's state calls for it; its arguments are the primary
-/// as it stands then (with the finalizer just added, say) and `deleting`.
+/// as it stands then (with the finalizer just added, say), `deleting`, and the reconcile's ticket (what the plugin
+/// does outside the cluster, outbound requests, is fenced with it too).
 pub type PluginCall<'a> =
-    Box<dyn FnOnce(Arc<CachedObject>, bool) -> BoxFuture<'a, Result<Outcome, CallError>> + Send + 'a>;
+    Box<dyn FnOnce(Arc<CachedObject>, bool, Ticket) -> BoxFuture<'a, Result<Outcome, CallError>> + Send + 'a>;
 
 /// Why a reconcile's plugin call produced no outcome.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +50,10 @@ pub enum CallError {
     /// view would be incomplete.
     #[error("{0}")]
     Forbidden(String),
+    /// The plugin read a kind the host is still loading whole (sharded mode): its outcome is discarded, nothing is
+    /// written, and the reconcile runs again once the kind is loaded.
+    #[error("the plugin read {0}, which is still loading; its outcome was discarded")]
+    Incomplete(String),
 }
 
 impl CallError {
@@ -56,6 +62,7 @@ impl CallError {
         match self {
             Self::Plugin(error) => error.reason(),
             Self::Forbidden(_) => "Forbidden",
+            Self::Incomplete(_) => "ViewIncomplete",
         }
     }
 }
@@ -80,6 +87,12 @@ type AppliedChildren = HashMap<(Gvk, ObjectKey), u64>;
 /// Child writes (applies, deletions) of one reconcile in flight at once.
 const CHILD_WRITES_IN_FLIGHT: usize = 8;
 
+/// A reconcile whose writes were fenced: tried again a little later, by whoever holds the role by then.
+const FENCED: Completion = Completion::Deferred {
+    after: std::time::Duration::from_secs(1),
+    reason: "Fenced",
+};
+
 /// Longest API error kept in a `Reconciled` condition message.
 const MAX_FAILURE_MESSAGE: usize = 2048;
 
@@ -98,6 +111,8 @@ pub struct Applier {
     last_applied: Mutex<HashMap<ObjectKey, AppliedChildren>>,
     /// Sharded mode: the shard label key children copy from their primary.
     shard_label: Option<String>,
+    /// Checked before every write, with the ticket of the reconcile the write belongs to.
+    fence: Fence,
 }
 
 impl std::fmt::Debug for Applier {
@@ -150,7 +165,14 @@ impl Applier {
             owned,
             last_applied: Mutex::default(),
             shard_label: None,
+            fence: Fence::always_open(),
         }
+    }
+
+    /// Every write is sent only while `fence` allows it in the term its reconcile began in.
+    pub fn with_fence(mut self, fence: Fence) -> Self {
+        self.fence = fence;
+        self
     }
 
     /// Sharded mode: children are applied with their primary's value of label `key`, so they follow it to its
@@ -161,28 +183,35 @@ impl Applier {
     }
 
     async fn run(&self, cached: Arc<CachedObject>, call: PluginCall<'_>) -> Completion {
+        // The term this reconcile runs in: if the role is lost (or lost and taken again) meanwhile, nothing of it
+        // is written.
+        let ticket = &self.fence.ticket();
+        if let Err(fenced) = ticket.check() {
+            tracing::debug!(reason = %fenced, "not reconciling: fenced");
+            return FENCED;
+        }
         match FinalizerState::of(&cached.meta, self.spec.finalizer.as_deref()) {
             // Not being deleted and our finalizer is missing: add it before the plugin runs, so nothing the plugin
             // does escapes its cleanup, then go on as in `Apply` with the object the API server returned. The
             // write was guarded by the resourceVersion the plugin is about to see, so it carries nothing new: its
             // echo does not reconcile the object again.
-            FinalizerState::Add => match self.add_finalizer(&cached).await {
+            FinalizerState::Add => match self.add_finalizer(ticket, &cached).await {
                 Ok(updated) => {
-                    let result = call(updated.clone(), false).await;
-                    self.apply_result(&updated.dynamic(), result, false).await
+                    let result = call(updated.clone(), false, ticket.clone()).await;
+                    self.apply_result(ticket, &updated.dynamic(), result, false).await
                 }
                 Err(error) => self.write_failed(error),
             },
             // Not being deleted, finalizer in place (or none declared): the plugin runs, its outcome is applied.
             FinalizerState::Apply => {
-                let result = call(cached.clone(), false).await;
-                self.apply_result(&cached.dynamic(), result, false).await
+                let result = call(cached.clone(), false, ticket.clone()).await;
+                self.apply_result(ticket, &cached.dynamic(), result, false).await
             }
             // Being deleted and our finalizer still on: the plugin cleans up, its outcome is applied (a drain
             // deletes children in rounds), and once it answers `finalized` the finalizer is removed.
             FinalizerState::Cleanup => {
-                let result = call(cached.clone(), true).await;
-                self.apply_result(&cached.dynamic(), result, true).await
+                let result = call(cached.clone(), true, ticket.clone()).await;
+                self.apply_result(ticket, &cached.dynamic(), result, true).await
             }
             // Being deleted without our finalizer: nothing of ours holds the object; garbage collection takes the
             // children.
@@ -192,11 +221,11 @@ impl Applier {
 
     /// Adds the plugin's finalizer (state `Add`, so the spec declares one) and returns the updated primary, folded
     /// into the cache as this applier's own write.
-    async fn add_finalizer(&self, cached: &Arc<CachedObject>) -> Result<Arc<CachedObject>, WriteError> {
+    async fn add_finalizer(&self, ticket: &Ticket, cached: &Arc<CachedObject>) -> Result<Arc<CachedObject>, WriteError> {
         let primary = cached.dynamic();
         let finalizer = self.spec.finalizer.as_deref().unwrap_or_default();
         let updated =
-            writer::add_finalizer(&self.primary_api(&primary), &self.field_manager, &primary, finalizer).await?;
+            writer::add_finalizer(ticket, &self.primary_api(&primary), &self.field_manager, &primary, finalizer).await?;
         tracing::debug!(finalizer, "finalizer added");
         Ok(self
             .primary
@@ -205,17 +234,24 @@ impl Applier {
     }
 
     async fn apply_result(
-        &self,
+        &self, ticket: &Ticket,
         primary: &DynamicObject,
         result: Result<Outcome, CallError>,
         deleting: bool,
     ) -> Completion {
         match result {
-            Ok(outcome) => self.apply_outcome(primary, outcome, deleting).await,
+            Ok(outcome) => self.apply_outcome(ticket, primary, outcome, deleting).await,
+            Err(CallError::Incomplete(kind)) => {
+                tracing::debug!(%kind, "outcome discarded: a read kind is still loading");
+                Completion::Deferred {
+                    after: std::time::Duration::from_secs(1),
+                    reason: "ViewIncomplete",
+                }
+            }
             Err(error) => {
                 let reason = error.reason();
                 tracing::warn!(reason, error = %crate::error_chain(&error), "reconcile failed");
-                self.record_failure(primary, ReconciledState::failed(reason, error.to_string()))
+                self.record_failure(ticket, primary, ReconciledState::failed(reason, error.to_string()))
                     .await;
                 Completion::Failure { reason }
             }
@@ -224,7 +260,7 @@ impl Applier {
 
     /// Children first (nothing at all when one is out of scope), then the status, the events, and — for a
     /// deleting primary whose cleanup is done — the finalizer.
-    async fn apply_outcome(&self, primary: &DynamicObject, outcome: Outcome, deleting: bool) -> Completion {
+    async fn apply_outcome(&self, ticket: &Ticket, primary: &DynamicObject, outcome: Outcome, deleting: bool) -> Completion {
         let Some(primary_ref) = PrimaryRef::of(primary, self.primary.resource()) else {
             tracing::warn!("primary lacks a name or uid; skipping");
             return Completion::DONE;
@@ -234,7 +270,7 @@ impl Applier {
                 self.owned.get(gvk).is_some_and(|cache| cache.namespaced())
             }) {
                 Ok(prepared) => prepared,
-                Err(error) => return self.scope_denied(primary, error).await,
+                Err(error) => return self.scope_denied(ticket, primary, error).await,
             };
             if let Some(key) = &self.shard_label
                 && let Some(shard) = primary.metadata.labels.as_ref().and_then(|labels| labels.get(key))
@@ -243,8 +279,8 @@ impl Applier {
                     child.object["metadata"]["labels"][key.as_str()] = serde_json::json!(shard);
                 }
             }
-            if let Err(error) = self.write_children(primary, &prepared).await {
-                return self.children_failed(primary, error).await;
+            if let Err(error) = self.write_children(ticket, primary, &prepared).await {
+                return self.children_failed(ticket, primary, error).await;
             }
         }
 
@@ -257,23 +293,23 @@ impl Applier {
             primary.metadata.generation,
             &now(),
         );
-        if let Err(error) = self.write_status(primary, status).await {
+        if let Err(error) = self.write_status(ticket, primary, status).await {
             return self.write_failed(error);
         }
         let reference = object_reference(primary, &self.primary);
         for event in &outcome.events {
-            self.publish(&reference, event).await;
+            self.publish(ticket, &reference, event).await;
         }
         if let Some((false, reason)) = previous {
             let note = format!("reconciled successfully after failing with {reason}");
-            self.publish(&reference, &Event::normal("Reconciled", note)).await;
+            self.publish(ticket, &reference, &Event::normal("Reconciled", note)).await;
         }
 
         if deleting
             && outcome.finalized
             && let Some(finalizer) = &self.spec.finalizer
         {
-            match writer::remove_finalizer(&self.primary_api(primary), &self.field_manager, primary, finalizer).await {
+            match writer::remove_finalizer(ticket, &self.primary_api(primary), &self.field_manager, primary, finalizer).await {
                 Ok(Some(updated)) => {
                     tracing::info!(finalizer, "cleanup finished; finalizer removed");
                     self.primary.record_write(updated, None);
@@ -290,7 +326,7 @@ impl Applier {
     /// Applies the desired children that changed, then deletes owned children no longer desired. Writes of one
     /// reconcile run concurrently (at most [`CHILD_WRITES_IN_FLIGHT`]); every started write finishes and is folded
     /// into the cache, and the first failure is returned.
-    async fn write_children(&self, primary: &DynamicObject, prepared: &[PreparedChild]) -> Result<(), WriteError> {
+    async fn write_children(&self, ticket: &Ticket, primary: &DynamicObject, prepared: &[PreparedChild]) -> Result<(), WriteError> {
         let primary_key = key_of(primary);
         let desired: HashSet<(&Gvk, &str)> = prepared.iter().map(|c| (&c.gvk, c.name.as_str())).collect();
         let mut applies = Vec::new();
@@ -298,7 +334,7 @@ impl Applier {
             let child_key = ObjectKey::new(child.object["metadata"]["namespace"].as_str(), &child.name);
             let hash = hash_of(&child.object);
             if !self.applied_unchanged(&primary_key, child, &child_key, hash) {
-                applies.push(self.apply_child(&primary_key, child, child_key, hash).boxed());
+                applies.push(self.apply_child(ticket, &primary_key, child, child_key, hash).boxed());
             }
         }
         all_succeed(applies).await?;
@@ -309,7 +345,7 @@ impl Applier {
             for observed in cache.controlled_by(&uid) {
                 let elsewhere = self.primary.namespaced() && observed.key.namespace != primary_key.namespace;
                 if !elsewhere && !desired.contains(&(gvk, &*observed.key.name)) {
-                    deletes.push(self.delete_child(&primary_key, gvk, observed).boxed());
+                    deletes.push(self.delete_child(ticket, &primary_key, gvk, observed).boxed());
                 }
             }
         }
@@ -339,16 +375,27 @@ impl Applier {
     }
 
     async fn apply_child(
-        &self,
+        &self, ticket: &Ticket,
         primary_key: &ObjectKey,
         child: &PreparedChild,
         child_key: ObjectKey,
         hash: u64,
     ) -> Result<(), WriteError> {
         let cache = &self.owned[&child.gvk];
-        let created = cache.get(&child_key).is_none();
+        let observed = cache.get(&child_key);
+        let created = observed.is_none();
         let api = api_for(&self.client, cache, child_key.namespace.as_deref());
-        let written = writer::apply(&api, &self.field_manager, &child.name, &child.object).await?;
+        // A child in the view is applied to *that* object: its uid rides along as a precondition, so a child deleted
+        // and recreated by someone else since the view is refused (422, field is immutable), never overwritten.
+        let object = match &observed {
+            Some(observed) => {
+                let mut object = child.object.clone();
+                object["metadata"]["uid"] = Value::from(&*observed.meta.uid);
+                std::borrow::Cow::Owned(object)
+            }
+            None => std::borrow::Cow::Borrowed(&child.object),
+        };
+        let written = writer::apply(ticket, &api, &self.field_manager, &child.name, &object).await?;
         tracing::debug!(child = %child_key, kind = %child.gvk.kind, created, "child applied");
         self.last_applied
             .lock()
@@ -361,14 +408,14 @@ impl Applier {
     }
 
     async fn delete_child(
-        &self,
+        &self, ticket: &Ticket,
         primary_key: &ObjectKey,
         gvk: &Gvk,
         observed: Arc<CachedObject>,
     ) -> Result<(), WriteError> {
         let cache = &self.owned[gvk];
         let api = api_for(&self.client, cache, observed.key.namespace.as_deref());
-        writer::delete(&api, &gvk.kind, &observed.key.name, &observed.meta.uid).await?;
+        writer::delete(ticket, &api, &gvk.kind, &observed.key.name, &observed.meta.uid).await?;
         tracing::debug!(child = %observed.key, kind = %gvk.kind, "child deleted");
         if let Some(children) = self
             .last_applied
@@ -384,14 +431,16 @@ impl Applier {
 
     /// Writes `status` unless it is what the primary already shows. The response is folded into the cache, marked
     /// as seen by this applier's controller only if nothing but the status changed.
-    async fn write_status(&self, primary: &DynamicObject, status: Value) -> Result<(), WriteError> {
+    async fn write_status(&self, ticket: &Ticket, primary: &DynamicObject, status: Value) -> Result<(), WriteError> {
         if primary.data.get("status") == Some(&status) {
             return Ok(());
         }
         let written = writer::write_status(
+            ticket,
             &self.primary_api(primary),
             &self.field_manager,
             &primary.name_any(),
+            primary.uid().as_deref(),
             &status,
         )
         .await?;
@@ -401,7 +450,7 @@ impl Applier {
     }
 
     /// Records a failed reconcile on the object: `Reconciled=False` and a Warning Event.
-    async fn record_failure(&self, primary: &DynamicObject, state: ReconciledState) {
+    async fn record_failure(&self, ticket: &Ticket, primary: &DynamicObject, state: ReconciledState) {
         let status = desired_status(
             primary.data.get("status"),
             None,
@@ -410,26 +459,26 @@ impl Applier {
             primary.metadata.generation,
             &now(),
         );
-        if let Err(error) = self.write_status(primary, status).await {
+        if let Err(error) = self.write_status(ticket, primary, status).await {
             tracing::debug!(error = %crate::error_chain(&error), "could not record the failure in status");
         }
         let event = Event::warning(state.reason.clone(), state.message.clone());
-        self.publish(&object_reference(primary, &self.primary), &event).await;
+        self.publish(ticket, &object_reference(primary, &self.primary), &event).await;
     }
 
-    async fn scope_denied(&self, primary: &DynamicObject, error: ScopeError) -> Completion {
+    async fn scope_denied(&self, ticket: &Ticket, primary: &DynamicObject, error: ScopeError) -> Completion {
         tracing::warn!(error = %error, "outcome refused: outside the plugin's scope");
         let state = ReconciledState::failed("ScopeDenied", format!("outcome refused, nothing was written: {error}"));
-        self.record_failure(primary, state).await;
+        self.record_failure(ticket, primary, state).await;
         Completion::Failure { reason: "ScopeDenied" }
     }
 
     /// A child write failed: a conflict re-queues quietly; anything else is recorded on the object with the API
     /// server's answer.
-    async fn children_failed(&self, primary: &DynamicObject, error: WriteError) -> Completion {
+    async fn children_failed(&self, ticket: &Ticket, primary: &DynamicObject, error: WriteError) -> Completion {
         if let Some(reason) = error.reason() {
             let message = truncate(&crate::error_chain(&error), MAX_FAILURE_MESSAGE);
-            self.record_failure(primary, ReconciledState::failed(reason, message))
+            self.record_failure(ticket, primary, ReconciledState::failed(reason, message))
                 .await;
         }
         self.write_failed(error)
@@ -437,6 +486,10 @@ impl Applier {
 
     fn write_failed(&self, error: WriteError) -> Completion {
         match error.reason() {
+            None if matches!(error, WriteError::Fenced { .. }) => {
+                tracing::info!(error = %crate::error_chain(&error), "fenced; re-queued");
+                FENCED
+            }
             None => {
                 tracing::debug!(error = %crate::error_chain(&error), "conflict; re-queued");
                 Completion::Conflict
@@ -448,13 +501,13 @@ impl Applier {
         }
     }
 
-    async fn publish(&self, regarding: &ObjectReference, event: &Event) {
+    async fn publish(&self, ticket: &Ticket, regarding: &ObjectReference, event: &Event) {
         let key = match (&regarding.namespace, &regarding.name) {
             (Some(namespace), Some(name)) => format!("{namespace}/{name}"),
             (None, Some(name)) => name.clone(),
             _ => String::new(),
         };
-        self.events.publish(regarding, &key, "Reconcile", event).await;
+        self.events.publish(ticket, regarding, &key, "Reconcile", event).await;
     }
 
     fn primary_api(&self, primary: &DynamicObject) -> Api<DynamicObject> {

@@ -1,8 +1,11 @@
-//! The API writes of a reconcile: server-side apply of children, deletes, status, finalizers.
+//! The API writes of a reconcile: server-side apply of children, deletes, status, finalizers. Each is sent only if
+//! the reconcile's [`Ticket`] still allows it (the replica holds its role in the term the reconcile began in).
 
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions, PropagationPolicy};
 use serde_json::{Value, json};
+
+use crate::lease::{Fenced, Ticket};
 
 /// Why a write failed.
 #[derive(Debug, thiserror::Error)]
@@ -25,6 +28,16 @@ pub enum WriteError {
         #[source]
         source: kube::Error,
     },
+    /// Not sent: this replica may have lost the role it writes in. Not a failure of the object: the key is
+    /// re-queued, and whoever holds the role now reconciles it.
+    #[error("not writing {what}")]
+    Fenced {
+        /// What would have been written.
+        what: String,
+        /// Why the fence is closed.
+        #[source]
+        source: Fenced,
+    },
 }
 
 impl WriteError {
@@ -32,7 +45,7 @@ impl WriteError {
     /// anything else; `None` for a conflict, which is no failure.
     pub fn reason(&self) -> Option<&'static str> {
         match self {
-            Self::Conflict { .. } => None,
+            Self::Conflict { .. } | Self::Fenced { .. } => None,
             Self::Api { source, .. } if api_code(source) == Some(403) => Some("Forbidden"),
             Self::Api { .. } => Some("ApplyFailed"),
         }
@@ -47,6 +60,13 @@ impl WriteError {
     }
 }
 
+/// Checks `ticket` before writing `what`.
+fn allowed(ticket: &Ticket, what: impl FnOnce() -> String) -> Result<()> {
+    ticket
+        .check()
+        .map_err(|source| WriteError::Fenced { what: what(), source })
+}
+
 /// Result alias for this module.
 pub type Result<T, E = WriteError> = std::result::Result<T, E>;
 
@@ -59,15 +79,29 @@ pub fn api_code(error: &kube::Error) -> Option<u16> {
 }
 
 /// Server-side applies `object` with `field_manager`, forcing ownership of the fields it sets.
-pub async fn apply(api: &Api<DynamicObject>, field_manager: &str, name: &str, object: &Value) -> Result<DynamicObject> {
+pub async fn apply(
+    ticket: &Ticket,
+    api: &Api<DynamicObject>,
+    field_manager: &str,
+    name: &str,
+    object: &Value,
+) -> Result<DynamicObject> {
+    allowed(ticket, || format!("{} {name}", kind_of(object)))?;
     let params = PatchParams::apply(field_manager).force();
-    api.patch(name, &params, &Patch::Apply(object))
-        .await
-        .map_err(|e| WriteError::from_kube(format!("{} {name}", kind_of(object)), e))
+    api.patch(name, &params, &Patch::Apply(object)).await.map_err(|e| {
+        let what = format!("{} {name}", kind_of(object));
+        // A uid precondition that no longer holds (the child was deleted and recreated): a conflict, not a failure.
+        if api_code(&e) == Some(422) && object["metadata"]["uid"].is_string() && mentions_uid(&e) {
+            WriteError::Conflict { what, source: e }
+        } else {
+            WriteError::from_kube(what, e)
+        }
+    })
 }
 
 /// Deletes `name` if it still has `uid`; a missing object is not an error.
-pub async fn delete(api: &Api<DynamicObject>, kind: &str, name: &str, uid: &str) -> Result<()> {
+pub async fn delete(ticket: &Ticket, api: &Api<DynamicObject>, kind: &str, name: &str, uid: &str) -> Result<()> {
+    allowed(ticket, || format!("delete of {kind} {name}"))?;
     let params = DeleteParams {
         preconditions: Some(Preconditions {
             uid: Some(uid.to_owned()),
@@ -83,30 +117,47 @@ pub async fn delete(api: &Api<DynamicObject>, kind: &str, name: &str, uid: &str)
     }
 }
 
-/// Replaces `.status` through the status subresource (merge patch of the whole status).
+/// Replaces `.status` through the status subresource (merge patch of the whole status), on the object with `uid`
+/// only: a primary deleted and recreated since the view keeps its own status.
 pub async fn write_status(
+    ticket: &Ticket,
     api: &Api<DynamicObject>,
     field_manager: &str,
     name: &str,
+    uid: Option<&str>,
     status: &Value,
 ) -> Result<DynamicObject> {
+    allowed(ticket, || format!("status of {name}"))?;
     let params = PatchParams {
         field_manager: Some(field_manager.to_owned()),
         ..PatchParams::default()
     };
-    let patch = json!({ "status": status });
-    api.patch_status(name, &params, &Patch::Merge(&patch))
-        .await
-        .map_err(|e| WriteError::from_kube(format!("status of {name}"), e))
+    let patch = match uid {
+        Some(uid) => json!({ "metadata": {"uid": uid}, "status": status }),
+        None => json!({ "status": status }),
+    };
+    api.patch_status(name, &params, &Patch::Merge(&patch)).await.map_err(|e| {
+        // A uid that no longer matches is refused as invalid (the field is immutable): the object moved on.
+        if api_code(&e) == Some(422) && uid.is_some() {
+            WriteError::Conflict {
+                what: format!("status of {name}"),
+                source: e,
+            }
+        } else {
+            WriteError::from_kube(format!("status of {name}"), e)
+        }
+    })
 }
 
 /// Adds `finalizer` to the primary, guarded by its resourceVersion.
 pub async fn add_finalizer(
+    ticket: &Ticket,
     api: &Api<DynamicObject>,
     field_manager: &str,
     primary: &DynamicObject,
     finalizer: &str,
 ) -> Result<DynamicObject> {
+    allowed(ticket, || format!("the finalizer of {}", primary.name_any()))?;
     let guard = json!({"op": "test", "path": "/metadata/resourceVersion", "value": primary.resource_version()});
     let operations = if primary.metadata.finalizers.is_some() {
         json!([guard, {"op": "add", "path": "/metadata/finalizers/-", "value": finalizer}])
@@ -126,11 +177,13 @@ pub async fn add_finalizer(
 /// Removes `finalizer` from the primary, guarded by the position it is at. `None` when it was not there or the
 /// object is gone.
 pub async fn remove_finalizer(
+    ticket: &Ticket,
     api: &Api<DynamicObject>,
     field_manager: &str,
     primary: &DynamicObject,
     finalizer: &str,
 ) -> Result<Option<DynamicObject>> {
+    allowed(ticket, || format!("the finalizer of {}", primary.name_any()))?;
     let Some(index) = primary.finalizers().iter().position(|f| f == finalizer) else {
         return Ok(None);
     };
@@ -174,6 +227,11 @@ async fn json_patch(
         }),
         Err(error) => Err(WriteError::from_kube(format!("{what} on {name}"), error)),
     }
+}
+
+/// Whether an API error is about `metadata.uid` (the immutable-field refusal of a uid precondition).
+fn mentions_uid(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.message.contains("metadata.uid"))
 }
 
 fn kind_of(object: &Value) -> &str {

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::coordination::v1::Lease;
 use kube::Client;
 use kube::api::Api;
 use tokio::sync::watch;
@@ -17,6 +16,7 @@ use crate::delivery::directory::DirectorySource;
 use crate::delivery::referenced::ReferenceContext;
 use crate::delivery::registry::{RegistryClient, RegistryError, RegistryOptions};
 use crate::delivery::signature::{SignatureError, SignaturePolicy};
+use crate::lease::{Election, Fence, election};
 use crate::plugin::PluginEngine;
 use crate::runtime::Caches;
 use crate::shard::sharder::{self, ShardedKinds};
@@ -76,9 +76,6 @@ pub enum ServeError {
         #[source]
         source: std::io::Error,
     },
-    /// Leader election failed to start.
-    #[error("starting leader election")]
-    Lease(#[source] kube_lease_manager::LeaseManagerError),
     /// The registry client could not be set up (CA bundle).
     #[error("setting up the registry client")]
     Registry(#[source] RegistryError),
@@ -146,22 +143,24 @@ pub async fn serve(
                 metrics.set_leader(held);
                 health.set_leader(held);
             };
+            let fence = Fence::new("leader", election.lease_duration);
             while_holding(
                 &client,
                 election,
                 &options.identity,
                 "leader",
+                &fence,
                 stop_rx.clone(),
                 on_change,
-                |term| serving.lead(term, None),
+                |term| serving.lead(term, None, fence.clone()),
             )
-            .await?;
+            .await;
         }
-        (None, Some(sharding)) => serving.serve_sharded(sharding, stop_rx.clone()).await?,
+        (None, Some(sharding)) => serving.serve_sharded(sharding, stop_rx.clone()).await,
         (None, None) => {
             health.set_leader(true);
             metrics.set_leader(true);
-            serving.lead(stop_rx.clone(), None).await;
+            serving.lead(stop_rx.clone(), None, Fence::always_open()).await;
         }
     }
     health.set_live(false);
@@ -169,50 +168,6 @@ pub async fn serve(
         let _ = telemetry.await;
     }
     Ok(())
-}
-
-/// How often a standby checks whether the Lease was released.
-const LEASE_RETRY: Duration = Duration::from_secs(2);
-
-type LeaseTask =
-    tokio::task::JoinHandle<Result<kube_lease_manager::LeaseManager, kube_lease_manager::LeaseManagerError>>;
-
-/// Starts competing for the Lease: the receiver turns true while this host holds it.
-async fn start_lease(
-    client: &Client,
-    election: &LeaderElection,
-    identity: &str,
-) -> Result<(watch::Receiver<bool>, LeaseTask), ServeError> {
-    let manager = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), &election.lease_name)
-        .with_namespace(&election.namespace)
-        .with_identity(identity)
-        .with_duration(election.lease_duration.as_secs())
-        .with_grace(
-            election
-                .lease_duration
-                .saturating_sub(election.renew_every)
-                .as_secs()
-                .max(1),
-        )
-        .build()
-        .await
-        .map_err(ServeError::Lease)?;
-    Ok(manager.watch().await)
-}
-
-/// Whether the Lease has no holder (released, or not created yet). Errors count as held: try again later.
-async fn lease_is_free(leases: &Api<Lease>, name: &str) -> bool {
-    match leases.get_opt(name).await {
-        Ok(None) => true,
-        Ok(Some(lease)) => lease
-            .spec
-            .and_then(|spec| spec.holder_identity)
-            .is_none_or(|holder| holder.is_empty()),
-        Err(error) => {
-            tracing::debug!(error = %crate::error_chain(&error), "could not read the Lease");
-            false
-        }
-    }
 }
 
 /// Everything a term of serving needs.
@@ -229,7 +184,7 @@ impl Serving {
     /// Sharded mode: holds this replica's membership Lease and reconciles its share while it is a member; competes
     /// for the sharder role meanwhile. On the way out the controllers stop first, then the membership Lease is
     /// released, so the sharder moves this replica's objects only once nothing here works on them.
-    async fn serve_sharded(&self, sharding: &Sharding, stop: watch::Receiver<bool>) -> Result<(), ServeError> {
+    async fn serve_sharded(&self, sharding: &Sharding, stop: watch::Receiver<bool>) {
         let identity = &self.options.identity;
         let labels = ShardLabels::new(&sharding.ring, identity);
         self.health.set_leader_election(true);
@@ -237,7 +192,9 @@ impl Serving {
         self.metrics.set_shard_role("member", false);
         self.metrics.set_shard_role("sharder", false);
         let (leave_tx, leave_rx) = watch::channel(false);
-        let (mut member, member_task) = membership::spawn(self.client.clone(), sharding, identity, leave_rx);
+        let member_fence = Fence::new("member", sharding.lease_duration);
+        let (mut member, member_task) =
+            membership::spawn(self.client.clone(), sharding, identity, member_fence.clone(), leave_rx);
         let (kinds_tx, kinds_rx) = watch::channel(Vec::new());
         tracing::info!(ring = %sharding.ring, identity = %identity, selector = %labels.selector(), "sharded mode");
 
@@ -247,6 +204,7 @@ impl Serving {
             lease_duration: sharding.lease_duration,
             renew_every: sharding.renew_every,
         };
+        let sharder_fence = Fence::new("sharder", sharding.lease_duration);
         let sharder_role = async {
             let on_change = |held: bool| self.metrics.set_shard_role("sharder", held);
             while_holding(
@@ -254,6 +212,7 @@ impl Serving {
                 &sharder_election,
                 identity,
                 "sharder",
+                &sharder_fence,
                 stop.clone(),
                 on_change,
                 |term| {
@@ -262,11 +221,12 @@ impl Serving {
                         sharding.clone(),
                         kinds_rx.clone(),
                         Some(self.metrics.clone()),
+                        sharder_fence.clone(),
                         term,
                     )
                 },
             )
-            .await
+            .await;
         };
         let mut stop_serving = stop.clone();
         let membership = async {
@@ -282,24 +242,25 @@ impl Serving {
                 self.metrics.set_shard_role("member", true);
                 self.health.set_leader(true);
                 let (term_rx, ender) = term_until_lost(member.clone(), stop.clone());
-                self.lead(term_rx, Some((&labels, &kinds_tx))).await;
+                self.lead(term_rx, Some((&labels, &kinds_tx)), member_fence.clone()).await;
                 ender.abort();
                 self.metrics.set_shard_role("member", false);
                 self.health.set_leader(false);
             }
         };
-        let (sharder_result, ()) = tokio::join!(sharder_role, membership);
+        tokio::join!(sharder_role, membership);
         let _ = leave_tx.send(true);
         let _ = member_task.await;
-        sharder_result
     }
 
-    /// One term of serving: runs the manager and the plugin sources until `stop` turns true. In sharded mode the
-    /// controllers reconcile this replica's share, and the kinds they declare are published to the sharder.
+    /// One term of serving: runs the manager and the plugin sources until `stop` turns true; every write of the
+    /// term is checked against `fence`. In sharded mode the controllers reconcile this replica's share, and the
+    /// kinds they declare are published to the sharder.
     async fn lead(
         &self,
         stop: watch::Receiver<bool>,
         shard: Option<(&ShardLabels, &watch::Sender<Vec<ShardedKinds>>)>,
+        fence: Fence,
     ) {
         let Self {
             client,
@@ -315,7 +276,8 @@ impl Serving {
             caches.clone(),
             Some(metrics.clone()),
             Some(options.identity.clone()),
-        );
+        )
+        .with_fence(fence);
         if let Some((labels, _)) = shard {
             manager = manager.with_shard(labels.clone());
         }
@@ -401,29 +363,43 @@ fn term_until_lost(
 }
 
 /// Runs `term` each time this host holds the Lease of `election` (in role `role`, for the logs), until `stop`
-/// turns true; the receiver `term` gets turns true when the Lease is lost or the host stops. `on_change` hears
-/// whether the Lease is held. On the way out the Lease is released so that a successor takes over at once.
+/// turns true; the receiver `term` gets turns true when the Lease is lost or the host stops. `fence` opens and closes
+/// with the Lease; `on_change` hears whether it is held. On the way out, once the last term has finished, the Lease
+/// is released so that a successor takes over at once.
+#[allow(clippy::too_many_arguments)]
 async fn while_holding<Term: std::future::Future<Output = ()>>(
     client: &Client,
     election: &LeaderElection,
     identity: &str,
     role: &'static str,
+    fence: &Fence,
     stop: watch::Receiver<bool>,
     on_change: impl Fn(bool),
     mut term: impl FnMut(watch::Receiver<bool>) -> Term,
-) -> Result<(), ServeError> {
-    let (mut leading, mut lease_task) = start_lease(client, election, identity).await?;
-    let leases: Api<Lease> = Api::namespaced(client.clone(), &election.namespace);
+) {
+    let (leave_tx, leave_rx) = watch::channel(false);
+    let (mut held, task) = election::spawn(
+        client.clone(),
+        Election {
+            namespace: election.namespace.clone(),
+            lease_name: election.lease_name.clone(),
+            identity: identity.to_owned(),
+            lease_duration: election.lease_duration,
+            renew_every: election.renew_every,
+        },
+        fence.clone(),
+        leave_rx,
+    );
     let mut stop = stop;
     tracing::info!(lease = %format!("{}/{}", election.namespace, election.lease_name), identity = %identity, role, "waiting for the Lease");
     loop {
         if *stop.borrow() {
             break;
         }
-        if *leading.borrow_and_update() {
+        if *held.borrow_and_update() {
             tracing::info!(identity = %identity, role, "holding the Lease; started");
             on_change(true);
-            let (term_rx, ender) = term_until_lost(leading.clone(), stop.clone());
+            let (term_rx, ender) = term_until_lost(held.clone(), stop.clone());
             term(term_rx).await;
             ender.abort();
             on_change(false);
@@ -433,34 +409,12 @@ async fn while_holding<Term: std::future::Future<Output = ()>>(
             continue;
         }
         tokio::select! {
-            changed = leading.changed() => if changed.is_err() { break },
+            changed = held.changed() => if changed.is_err() { break },
             _ = stop.changed() => {}
-            () = tokio::time::sleep(LEASE_RETRY) => {
-                // The lease manager sleeps until the holder's term would end; a holder that released
-                // the Lease on shutdown is replaced now rather than then.
-                if lease_is_free(&leases, &election.lease_name).await {
-                    tracing::info!(identity = %identity, role, "the Lease was released; taking it over");
-                    match start_lease(client, election, identity).await {
-                        Ok((fresh, task)) => {
-                            // A standby's lease task holds nothing: ending it releases nothing.
-                            lease_task.abort();
-                            let _ = lease_task.await;
-                            (leading, lease_task) = (fresh, task);
-                        }
-                        Err(error) => {
-                            tracing::warn!(error = %crate::error_chain(&error), role, "could not compete for the released Lease; retrying");
-                        }
-                    }
-                }
-            }
         }
     }
-    // Dropping the receiver makes the lease task release the lease so a successor takes over at once.
-    drop(leading);
-    match tokio::time::timeout(Duration::from_secs(5), lease_task).await {
-        Ok(Ok(Ok(_))) => tracing::info!(role, "lease released"),
-        Ok(Ok(Err(error))) => tracing::warn!(role, error = %error, "could not release the lease"),
-        _ => tracing::warn!(role, "lease task did not finish"),
+    let _ = leave_tx.send(true);
+    if task.await.is_err() {
+        tracing::warn!(role, "the Lease task failed");
     }
-    Ok(())
 }

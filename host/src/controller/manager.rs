@@ -13,6 +13,7 @@ use serde_json::Value;
 use tokio::sync::Mutex;
 
 use super::{Controller, ControllerOptions, Logic, StartError, Version};
+use crate::lease::Fence;
 use crate::delivery::{InstallError, Installed, Installer, PluginPackage, PluginSettings};
 use crate::plugin::{ControllerSpec, Grants, OutboundCounters, PluginEngine, SecretVariables};
 use crate::runtime::Caches;
@@ -38,6 +39,7 @@ pub struct Manager {
     metrics: Option<Metrics>,
     instance: Option<String>,
     shard: Option<ShardLabels>,
+    fence: Fence,
     slots: Arc<Mutex<HashMap<String, Slot>>>,
 }
 
@@ -56,8 +58,15 @@ impl Manager {
             metrics,
             instance,
             shard: None,
+            fence: Fence::always_open(),
             slots: Arc::default(),
         }
+    }
+
+    /// Every write of every controller is checked against `fence` (the leader's or the shard member's).
+    pub fn with_fence(mut self, fence: Fence) -> Self {
+        self.fence = fence;
+        self
     }
 
     /// Sharded mode: every controller reconciles only this replica's share (see [`crate::shard`]).
@@ -241,6 +250,7 @@ impl Manager {
             resync: settings.resync,
             instance: self.instance.clone(),
             shard: self.shard.clone(),
+            fence: self.fence.clone(),
         };
         let starter = tokio::spawn(start_when_served(
             name.to_owned(),

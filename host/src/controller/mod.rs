@@ -14,6 +14,7 @@ use serde_json::Value;
 use tracing::Instrument as _;
 
 pub use self::manager::Manager;
+use crate::lease::{Fence, Ticket};
 use crate::apply::{Applier, Apply, CallError, PluginCall};
 use crate::plugin::{ClusterReader, ControllerSpec, Gvk, NativePlugin, Outcome, Plugin, ReconcileError, WorldView};
 use crate::runtime::workqueue::Item;
@@ -94,6 +95,8 @@ pub struct ControllerOptions {
     /// only, only primaries assigned here are reconciled, drains are acknowledged, and children get their owner's
     /// shard label.
     pub shard: Option<ShardLabels>,
+    /// Checked before every write: the role (leader, shard member) this controller writes in.
+    pub fence: Fence,
 }
 
 impl Default for ControllerOptions {
@@ -104,6 +107,7 @@ impl Default for ControllerOptions {
             resync: None,
             instance: None,
             shard: None,
+            fence: Fence::always_open(),
         }
     }
 }
@@ -133,6 +137,42 @@ struct Shared {
     metrics: Option<Metrics>,
     /// Sharded mode: the client drains are acknowledged with.
     drains: Option<kube::Client>,
+    /// Sharded mode: reads of kinds cached only for this replica's share, answered from whole caches.
+    whole_reads: Option<WholeReads>,
+}
+
+/// Sharded mode caches a plugin's primary and owned kinds for this replica's share only, but `host::get` and
+/// `host::list` must answer as with one replica. Reads of such a kind (one the plugin does not also declare in
+/// `reads`, which is cached whole anyway) are answered from a whole cache of it, started on the first read: that
+/// reconcile's outcome is discarded (nothing is written) and every primary is reconciled again once the cache has
+/// synced. Plugins that never read their own kinds never pay for a whole cache.
+struct WholeReads {
+    caches: Caches,
+    namespaces: Option<Vec<String>>,
+    kinds: std::sync::Mutex<HashMap<Gvk, WholeRead>>,
+}
+
+enum WholeRead {
+    NotStarted,
+    Loading,
+    /// Loaded; the subscription routes its changes to the reads that depend on them while it is held.
+    Ready {
+        cache: Arc<KindCache>,
+        _routing: Subscription,
+    },
+}
+
+impl WholeReads {
+    /// The kinds still loading, for messages.
+    fn loading(&self) -> String {
+        let kinds = self.kinds.lock().unwrap_or_else(PoisonError::into_inner);
+        let loading: Vec<String> = kinds
+            .iter()
+            .filter(|(_, read)| !matches!(read, WholeRead::Ready { .. }))
+            .map(|(gvk, _)| gvk.to_string())
+            .collect();
+        loading.join(", ")
+    }
 }
 
 /// A running controller. Stop it with [`Controller::stop`].
@@ -205,8 +245,20 @@ impl Controller {
             owned,
             options.instance.clone(),
         )
-        .with_shard_label(options.shard.as_ref().map(|shard| shard.shard_key.clone()));
+        .with_shard_label(options.shard.as_ref().map(|shard| shard.shard_key.clone()))
+        .with_fence(options.fence.clone());
         let drains = options.shard.is_some().then(|| caches.client().clone());
+        let whole_reads = options.shard.as_ref().map(|_| WholeReads {
+            caches: caches.clone(),
+            namespaces: options.namespaces.clone(),
+            kinds: std::sync::Mutex::new(
+                kind_caches
+                    .iter()
+                    .filter(|(_, cache)| cache.selector().is_some())
+                    .map(|(gvk, _)| (gvk.clone(), WholeRead::NotStarted))
+                    .collect(),
+            ),
+        });
         Ok(Self::with_applier(
             name,
             version,
@@ -214,12 +266,13 @@ impl Controller {
             Arc::new(applier),
             options,
             metrics,
-            drains,
+            (drains, whole_reads),
         ))
     }
 
     /// Starts the workers on synced `caches` (every kind the plugin declares), writing through `applier`; in
-    /// sharded mode drains are acknowledged with `drains`.
+    /// sharded mode drains are acknowledged with the client of `sharded`, and reads of kinds cached for the share
+    /// only are answered by its [`WholeReads`].
     fn with_applier(
         name: &str,
         version: Version,
@@ -227,8 +280,9 @@ impl Controller {
         applier: Arc<dyn Apply>,
         options: ControllerOptions,
         metrics: Option<Metrics>,
-        drains: Option<kube::Client>,
+        sharded: (Option<kube::Client>, Option<WholeReads>),
     ) -> Self {
+        let (drains, whole_reads) = sharded;
         let spec = version.logic.spec().clone();
         let queue_metrics = metrics
             .as_ref()
@@ -246,6 +300,7 @@ impl Controller {
             applier,
             metrics,
             drains,
+            whole_reads,
         });
 
         let mut subscriptions = Vec::new();
@@ -475,7 +530,7 @@ impl Shared {
         let version = self.version.read().unwrap_or_else(PoisonError::into_inner).clone();
         let attempt = item.attempt;
         let call: PluginCall<'_> =
-            Box::new(move |primary, deleting| self.call(primary, version, deleting, attempt).boxed());
+            Box::new(move |primary, deleting, ticket| self.call(primary, version, deleting, attempt, ticket).boxed());
         self.applier.reconcile(primary, call).await
     }
 
@@ -490,6 +545,13 @@ impl Shared {
         let Some(client) = &self.drains else {
             return Completion::DONE;
         };
+        if let Err(fenced) = self.options.fence.check() {
+            tracing::info!(reason = %fenced, "drain not acknowledged");
+            return Completion::Deferred {
+                after: Duration::from_secs(1),
+                reason: "Fenced",
+            };
+        }
         let resource = self.primary.resource();
         let api = match (&primary.key.namespace, self.primary.namespaced()) {
             (Some(namespace), true) => kube::Api::namespaced_with(client.clone(), namespace, resource),
@@ -517,11 +579,12 @@ impl Shared {
     /// Calls the plugin on the world view of `primary`, off the async runtime, and records what it read. The plugin
     /// is not called while the host may not watch a kind it declares: its view would be incomplete.
     async fn call(
-        &self,
+        self: &Arc<Self>,
         primary: Arc<CachedObject>,
         version: Arc<Version>,
         deleting: bool,
         attempt: u32,
+        ticket: Ticket,
     ) -> Result<Outcome, CallError> {
         if let Some(message) = self.caches.values().find_map(|cache| match cache.sync_state() {
             CacheSync::Forbidden(message) => Some(message),
@@ -530,7 +593,7 @@ impl Shared {
             return Err(CallError::Forbidden(message));
         }
         let view = world_view::assemble(&primary, &self.owned, &version.config, deleting, attempt);
-        let reader = Arc::new(CacheReader::new(self.caches.clone()));
+        let reader = Arc::new(self.reader(ticket));
         let call_reader: Arc<dyn ClusterReader> = reader.clone();
         let span = tracing::Span::current();
         let result = tokio::task::spawn_blocking(move || span.in_scope(|| version.logic.call(view, call_reader)))
@@ -541,7 +604,97 @@ impl Shared {
                 })
             });
         self.dependencies.record(&primary.key, reader.take_reads());
+        if reader.incomplete() {
+            return Err(CallError::Incomplete(
+                self.whole_reads
+                    .as_ref()
+                    .map(WholeReads::loading)
+                    .unwrap_or_default(),
+            ));
+        }
         Ok(result?)
+    }
+
+    /// The reader of one reconcile: the caches of the declared kinds; in sharded mode the whole caches of the kinds
+    /// cached for the share only, once loaded, and a request to load the others when they are read.
+    fn reader(self: &Arc<Self>, ticket: Ticket) -> CacheReader {
+        let Some(whole_reads) = &self.whole_reads else {
+            return CacheReader::new(self.caches.clone()).with_ticket(ticket);
+        };
+        let mut caches = self.caches.clone();
+        let mut pending = std::collections::HashSet::new();
+        for (gvk, read) in whole_reads.kinds.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+            match read {
+                WholeRead::Ready { cache, .. } => {
+                    caches.insert(gvk.clone(), cache.clone());
+                }
+                WholeRead::NotStarted | WholeRead::Loading => {
+                    pending.insert(gvk.clone());
+                }
+            }
+        }
+        let weak = Arc::downgrade(self);
+        let runtime = tokio::runtime::Handle::current();
+        let on_pending: crate::runtime::OnPending = Arc::new(move |gvk: &Gvk| {
+            if let Some(shared) = weak.upgrade() {
+                shared.load_whole(&runtime, gvk);
+            }
+        });
+        CacheReader::new(caches).with_ticket(ticket).pending(pending, on_pending)
+    }
+
+    /// Starts loading the whole cache of `gvk` unless it is loading or loaded; once synced, its changes reach the
+    /// reads that depend on them and every primary is reconciled again.
+    fn load_whole(self: &Arc<Self>, runtime: &tokio::runtime::Handle, gvk: &Gvk) {
+        let Some(whole_reads) = &self.whole_reads else { return };
+        {
+            let mut kinds = whole_reads.kinds.lock().unwrap_or_else(PoisonError::into_inner);
+            match kinds.get_mut(gvk) {
+                Some(read @ WholeRead::NotStarted) => *read = WholeRead::Loading,
+                _ => return,
+            }
+        }
+        tracing::info!(plugin = %self.name, kind = %gvk, "the plugin reads a kind this replica caches only its share of; loading all of it");
+        let weak = Arc::downgrade(self);
+        let gvk = gvk.clone();
+        let caches = whole_reads.caches.clone();
+        let namespaces = whole_reads.namespaces.clone();
+        runtime.spawn(async move {
+            let cache = loop {
+                match caches.get_or_start(&gvk, namespaces.as_deref()).await {
+                    Ok(cache) => break cache,
+                    Err(error) => {
+                        tracing::warn!(kind = %gvk, error = %crate::error_chain(&error), "could not load the kind; retrying");
+                        tokio::time::sleep(Duration::from_secs(2)).await;
+                    }
+                }
+            };
+            cache.wait_synced().await;
+            let Some(shared) = weak.upgrade() else { return };
+            let routing = Arc::downgrade(&shared);
+            let subscription = cache.subscribe(move |change| {
+                if let Some(shared) = routing.upgrade() {
+                    for primary in shared.dependencies.affected_by(change) {
+                        shared.queue.add(primary, Source::Change);
+                    }
+                }
+            });
+            if let Some(whole_reads) = &shared.whole_reads {
+                whole_reads
+                    .kinds
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(
+                        gvk.clone(),
+                        WholeRead::Ready {
+                            cache: cache.clone(),
+                            _routing: subscription,
+                        },
+                    );
+            }
+            tracing::info!(plugin = %shared.name, kind = %gvk, objects = cache.len(), "loaded all of the kind for reads");
+            shared.enqueue_all(Source::Change);
+        });
     }
 }
 

@@ -41,7 +41,7 @@ impl Apply for FakeApplier {
             let echo = if self.skip_plugin {
                 Value::Null
             } else {
-                match call(primary.clone(), false).await {
+                match call(primary.clone(), false, crate::lease::Ticket::unfenced()).await {
                     Ok(outcome) => outcome.status.expect("the echo plugin writes a status")["echo"].clone(),
                     Err(error) => {
                         self.refused
@@ -127,7 +127,7 @@ impl Fixture {
             applier,
             ControllerOptions::default(),
             None,
-            None,
+            (None, None),
         )
     }
 }

@@ -149,6 +149,7 @@ pub(crate) fn new_store(
         io.clone(),
         limits.outbound_timeout,
         limits.max_response_bytes,
+        reader.clone(),
     );
     let state = CallState {
         wasi,

@@ -14,6 +14,12 @@ pub trait ClusterReader: Send + Sync {
 
     /// Objects of a kind, optionally in one namespace and matching a label selector.
     fn list(&self, kind: &Gvk, namespace: Option<&str>, label_selector: Option<&str>) -> Result<Vec<String>, String>;
+
+    /// Whether the reconcile may still act outside the cluster (send an outbound request) — not once the replica may
+    /// have lost the role it reconciles in. Allowed unless the reader says otherwise.
+    fn may_act(&self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// A reader that sees nothing; used where reads make no sense (`describe`).

@@ -15,5 +15,5 @@ pub use cache::{
     CacheChange, CacheSync, CachedObject, Caches, KindCache, Meta, ObjectKey, ResourceVersion, Subscription,
 };
 pub use dependencies::{Dependencies, Read};
-pub use reader::CacheReader;
+pub use reader::{CacheReader, OnPending};
 pub use workqueue::{Completion, QueueConfig, QueueMetrics, Source, WorkQueue};

@@ -138,6 +138,14 @@ pub enum Completion {
     /// Lost an optimistic-concurrency race (HTTP 409): back as a [`Source::Requeue`] after `backoff_base`, with
     /// the failure count unchanged.
     Conflict,
+    /// Not done, and no failure of the object: its writes were fenced (this replica may have lost its role), or its
+    /// view could not be completed yet. Back as a [`Source::Requeue`] after `after`, the failure count unchanged.
+    Deferred {
+        /// When to try again (an earlier change still wins).
+        after: Duration,
+        /// CamelCase: `Fenced`, `ViewIncomplete`.
+        reason: &'static str,
+    },
 }
 
 impl Completion {
@@ -150,6 +158,7 @@ impl Completion {
             Self::Success { .. } => "success",
             Self::Failure { .. } => "error",
             Self::Conflict => "conflict",
+            Self::Deferred { .. } => "deferred",
         }
     }
 
@@ -157,7 +166,7 @@ impl Completion {
     pub fn reason(&self) -> Option<&'static str> {
         match self {
             Self::Failure { reason } => Some(reason),
-            Self::Success { .. } | Self::Conflict => None,
+            Self::Success { .. } | Self::Conflict | Self::Deferred { .. } => None,
         }
     }
 }
@@ -769,6 +778,10 @@ where
                 tracing::debug!(key = ?key, "conflict; requeued without backoff");
                 let at = deadline_after(now, self.config.backoff_base);
                 wake |= self.add_at(key, at, Source::Requeue, now);
+            }
+            Completion::Deferred { after, reason } => {
+                tracing::debug!(key = ?key, reason, after_ms = after.as_millis(), "deferred");
+                wake |= self.add_at(key, deadline_after(now, after), Source::Requeue, now);
             }
         }
         if let Some(source) = dirty {

@@ -1,8 +1,8 @@
 //! A replica's membership Lease: created and renewed by the replica alone, read by the sharder.
 //!
 //! The replica counts itself a member only while its last successful renewal is recent enough that the sharder
-//! cannot yet see the Lease expired: it stops a quarter of the lease duration before that. A replica cut off from
-//! the API server therefore stops reconciling before its objects are handed to others.
+//! cannot yet see the Lease expired: its member [`Fence`] closes a quarter of the lease duration before that. A
+//! replica cut off from the API server, or paused, therefore stops writing before its objects are handed to others.
 
 use std::time::Duration;
 
@@ -11,9 +11,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ObjectMeta, PostParams};
 use tokio::sync::watch;
-use tokio::time::Instant;
 
 use super::{RING_LABEL, Sharding};
+use crate::lease::{BootInstant, Fence};
 
 /// Whether a Lease is held by a replica that renewed it recently enough, as of `now`.
 pub fn is_live(lease: &Lease, now: Timestamp) -> bool {
@@ -28,11 +28,13 @@ pub fn is_live(lease: &Lease, now: Timestamp) -> bool {
 }
 
 /// Renews the membership Lease of `identity` until `stop` turns true, then releases it. The receiver returned is
-/// true while this replica is a member.
+/// true while this replica is a member; `fence` opens with the first renewal, stays open for three quarters of a
+/// lease duration after each successful one, and closes when they fail for that long.
 pub fn spawn(
     client: kube::Client,
     sharding: &Sharding,
     identity: &str,
+    fence: Fence,
     mut stop: watch::Receiver<bool>,
 ) -> (watch::Receiver<bool>, tokio::task::JoinHandle<()>) {
     let (member_tx, member_rx) = watch::channel(false);
@@ -41,18 +43,17 @@ pub fn spawn(
     let ring = sharding.ring.clone();
     let identity = identity.to_owned();
     let duration = sharding.lease_duration;
-    let renew_every = sharding.renew_every;
+    let renew_every = crate::lease::election::renewal_period(duration, sharding.renew_every);
     let task = tokio::spawn(async move {
-        // Counted from the moment a successful renewal was sent: the Lease's renewTime is no earlier than that.
-        let mut valid_until: Option<Instant> = None;
         loop {
             if *stop.borrow() {
                 break;
             }
-            let sent = Instant::now();
-            let budget = valid_until.map_or(renew_every, |until| {
-                until.saturating_duration_since(sent).max(Duration::from_millis(100))
-            });
+            // Counted from the moment a successful renewal was sent: the Lease's renewTime is no earlier than that.
+            let sent = BootInstant::now();
+            let budget = fence
+                .closes_at()
+                .map_or(renew_every, |closes| closes.since(sent).max(Duration::from_millis(100)));
             match tokio::time::timeout(
                 budget.min(renew_every),
                 renew(&leases, &name, &ring, &identity, duration),
@@ -60,34 +61,38 @@ pub fn spawn(
             .await
             {
                 Ok(Ok(())) => {
-                    valid_until = Some(sent + duration - duration / 4);
-                    if !*member_tx.borrow() {
+                    if *member_tx.borrow() {
+                        fence.renewed(sent);
+                    } else {
+                        fence.acquired(sent);
                         tracing::info!(lease = %name, identity = %identity, "joined the ring");
+                        member_tx.send_replace(true);
                     }
-                    member_tx.send_if_modified(|member| !std::mem::replace(member, true));
                 }
                 Ok(Err(error)) => {
                     tracing::warn!(lease = %name, error = %crate::error_chain(&error), "could not renew the membership Lease");
                 }
                 Err(_) => tracing::warn!(lease = %name, "renewing the membership Lease timed out"),
             }
-            let pause = if valid_until.is_some_and(|until| until > sent + renew_every) {
-                renew_every.saturating_sub(sent.elapsed())
+            let renewed_in_time = fence.closes_at().is_some_and(|closes| closes > sent.plus(renew_every));
+            let pause = if renewed_in_time {
+                renew_every.saturating_sub(BootInstant::now().since(sent))
             } else {
                 Duration::from_millis(500)
             };
-            let deadline = valid_until.unwrap_or_else(Instant::now);
-            let member = *member_tx.borrow();
+            let closes_in = fence.closes_at().map(|closes| closes.since(BootInstant::now()));
             tokio::select! {
                 () = tokio::time::sleep(pause) => {}
-                () = tokio::time::sleep_until(deadline), if member => {}
+                () = tokio::time::sleep(closes_in.unwrap_or(pause)), if closes_in.is_some() => {}
                 _ = stop.changed() => {}
             }
-            if valid_until.is_none_or(|until| Instant::now() >= until) && *member_tx.borrow() {
+            if *member_tx.borrow() && fence.check().is_err() {
                 tracing::warn!(lease = %name, identity = %identity, "membership Lease not renewed in time; stopped reconciling");
+                fence.lost();
                 member_tx.send_replace(false);
             }
         }
+        fence.lost();
         member_tx.send_replace(false);
         match tokio::time::timeout(Duration::from_secs(5), release(&leases, &name)).await {
             Ok(Ok(())) => tracing::info!(lease = %name, "left the ring"),

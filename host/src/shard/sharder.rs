@@ -32,6 +32,7 @@ use tokio::sync::{mpsc, watch};
 use super::membership::is_live;
 use super::ring::Ring;
 use super::{DRAIN_LABEL_PREFIX, RING_LABEL, SHARD_LABEL_PREFIX, Sharding, patch_params};
+use crate::lease::{Fence, Ticket};
 use crate::plugin::Gvk;
 use crate::runtime::ObjectKey;
 use crate::telemetry::Metrics;
@@ -190,6 +191,8 @@ struct Sharder {
     drain_requested: HashSet<(Gvk, ObjectKey)>,
     tx: mpsc::UnboundedSender<Message>,
     last_live: Vec<String>,
+    /// The sharder term this runs in: no label is written once it may have ended.
+    ticket: Ticket,
 }
 
 /// Runs the sharder until `stop` turns true. `kinds` lists what the plugins ask to shard; the sharder follows it as
@@ -199,6 +202,7 @@ pub async fn run(
     sharding: Sharding,
     mut kinds: watch::Receiver<Vec<ShardedKinds>>,
     metrics: Option<Metrics>,
+    fence: Fence,
     mut stop: watch::Receiver<bool>,
 ) {
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -238,6 +242,7 @@ pub async fn run(
         drain_requested: HashSet::new(),
         tx,
         last_live: Vec::new(),
+        ticket: fence.ticket(),
     };
     tracing::info!(ring = %sharder.ring_name, "sharder started");
     let mut ticker = tokio::time::interval(TICK);
@@ -530,11 +535,19 @@ impl Sharder {
         if writes.is_empty() {
             return;
         }
+        if let Err(fenced) = self.ticket.check() {
+            tracing::warn!(writes = writes.len(), reason = %fenced, "sharder writes not sent");
+            return;
+        }
         tracing::debug!(writes = writes.len(), "sharder writing labels");
         let results: Vec<(Write, Result<(), kube::Error>)> = futures::stream::iter(writes)
             .map(|write| {
                 let api = self.api(&write);
+                let ticket = self.ticket.clone();
                 async move {
+                    if let Err(fenced) = ticket.check() {
+                        return (write, Err(kube::Error::Service(Box::new(fenced))));
+                    }
                     let patch = json!({
                         "metadata": {"resourceVersion": &*write.resource_version, "labels": write.labels},
                     });

@@ -9,6 +9,7 @@ use wasmtime_wasi_http::p2::bindings::http::types::ErrorCode;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::connect::{self, RequestLimits, Sent};
+use crate::plugin::ClusterReader;
 use super::{Destination, Host, IoClock, OutboundCounters, OutboundPolicy, Scheme};
 
 /// A response future as `wasi:http` expects it from [`WasiHttpHooks::send_request`].
@@ -31,6 +32,8 @@ pub(crate) struct OutboundHooks {
     clock: IoClock,
     request_timeout: Duration,
     max_response_bytes: usize,
+    /// Whether the reconcile may still act outside the cluster (the replica's fence).
+    reader: Arc<dyn ClusterReader>,
 }
 
 impl OutboundHooks {
@@ -41,6 +44,7 @@ impl OutboundHooks {
         clock: IoClock,
         request_timeout: Duration,
         max_response_bytes: usize,
+        reader: Arc<dyn ClusterReader>,
     ) -> Self {
         Self {
             policy,
@@ -48,6 +52,7 @@ impl OutboundHooks {
             clock,
             request_timeout,
             max_response_bytes,
+            reader,
         }
     }
 
@@ -107,6 +112,11 @@ impl WasiHttpHooks for OutboundHooks {
         let Some(pattern) = self.policy.allowing(&destination) else {
             return self.deny(&destination);
         };
+        if let Err(fenced) = self.reader.may_act() {
+            self.counters.failed.inc();
+            tracing::warn!(%destination, reason = %fenced, "outbound request not sent");
+            return Box::new(std::future::ready(Err(Error::InternalError(Some(fenced)))));
+        }
         if self.clock.remaining().is_zero() {
             self.counters.failed.inc();
             tracing::warn!(%destination, budget = ?self.clock.budget(), "outbound request not sent: the call's outbound budget is spent");
