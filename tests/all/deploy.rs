@@ -92,6 +92,7 @@ async fn deploy_applies_server_side_as_a_dry_run() -> anyhow::Result<()> {
             "customresourcedefinition.apiextensions.k8s.io/webapps.examples.wasm-reconciler.io",
             "deployment.apps/wasm-reconciler",
             "namespace/wasm-reconciler",
+            "poddisruptionbudget.policy/wasm-reconciler",
             "role.rbac.authorization.k8s.io/wasm-reconciler",
             "rolebinding.rbac.authorization.k8s.io/wasm-reconciler",
             "service/wasm-reconciler-metrics",

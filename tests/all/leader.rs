@@ -56,9 +56,11 @@ impl Replica {
         body
     }
 
+    /// Waits until `/readyz` says it reconciles (`200 ok`: the leader or a shard member with synced caches, not a
+    /// standby).
     pub async fn wait_until_ready(&self, timeout: Duration) {
-        wait_for(timeout, &format!("{} to be Ready", self.identity), || async {
-            matches!(self.readyz().await, Some((200, _))).then_some(())
+        wait_for(timeout, &format!("{} to be Ready and reconciling", self.identity), || async {
+            matches!(self.readyz().await, Some((200, body)) if body.trim() == "ok").then_some(())
         })
         .await;
     }
@@ -164,8 +166,12 @@ async fn assert_sole_leader(
 ) -> anyhow::Result<()> {
     assert_eq!(lease(client).await.as_ref().and_then(holder), Some(leader.identity));
     leader.wait_until_ready(Duration::from_secs(20)).await;
-    let (status, reason) = standby.readyz().await.expect("the standby answers /readyz");
-    assert_eq!(status, 503, "the standby is not Ready: {reason}");
+    let (status, body) = standby.readyz().await.expect("the standby answers /readyz");
+    assert_eq!(
+        (status, body.trim()),
+        (200, "ok: standby, another replica holds the Lease"),
+        "the standby is Ready as a standby"
+    );
 
     echo_events_from(client, echo, leader.identity).await?;
     let leader_metrics = leader.metrics().await;

@@ -369,7 +369,7 @@ check_custom_values_rendered() {
 	local pod="$deployment | .spec.template"
 	local container="$pod | .spec.containers[0]"
 	expect "objects" "$(q '[.[] | "\(.kind) \(.metadata.namespace // "-") \(.metadata.name)"] | sort')" \
-		'["ClusterRole - edge-wasm-reconciler","ClusterRoleBinding - edge-wasm-reconciler","Deployment team-a edge-wasm-reconciler","Role team-a-plugins edge-wasm-reconciler","RoleBinding team-a-plugins edge-wasm-reconciler","Service team-a edge-wasm-reconciler-metrics","ServiceAccount team-a edge-host"]' &&
+		'["ClusterRole - edge-wasm-reconciler","ClusterRoleBinding - edge-wasm-reconciler","Deployment team-a edge-wasm-reconciler","PodDisruptionBudget team-a edge-wasm-reconciler","Role team-a-plugins edge-wasm-reconciler","RoleBinding team-a-plugins edge-wasm-reconciler","Service team-a edge-wasm-reconciler-metrics","ServiceAccount team-a edge-host"]' &&
 		expect "replicas" "$(q "$deployment | .spec.replicas")" 3 &&
 		expect "image" "$(q "$container | [.image, .imagePullPolicy]")" '["registry.example.com/platform/wasm-reconciler:0.1.0-rc.1","Always"]' &&
 		expect "imagePullSecrets" "$(q "$pod | .spec.imagePullSecrets")" '[{"name":"registry-credentials"}]' &&

@@ -14,7 +14,8 @@ use crate::shard::Sharding;
 /// Arguments of `run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Kubeconfig to use (default: in-cluster config, then `KUBECONFIG`/`~/.kube/config`).
+    /// Kubeconfig to use (default: `KUBECONFIG`, then the Pod's in-cluster service account, then
+    /// `~/.kube/config`).
     #[arg(long, env = "KUBECONFIG", value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
     /// The host's namespace: plugin ConfigMaps and the leader Lease live here.
@@ -99,16 +100,25 @@ pub(crate) fn identity(given: Option<String>) -> String {
     })
 }
 
-/// A kube client from a kubeconfig file, or the default chain.
+/// A kube client from a kubeconfig file; without one, from the Pod's service account (in-cluster: the token and CA
+/// the kubelet mounts, `KUBERNETES_SERVICE_HOST`/`_PORT`), else from `~/.kube/config`. Logs which it used.
 pub(crate) async fn client(kubeconfig: Option<&std::path::Path>) -> Result<kube::Client, Box<dyn std::error::Error>> {
-    let config = match kubeconfig {
+    let (config, source) = match kubeconfig {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
                 .map_err(|e| format!("reading kubeconfig {}: {}", path.display(), crate::error_chain(&e)))?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default()).await?
+            let config =
+                kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default()).await?;
+            (config, format!("kubeconfig {}", path.display()))
         }
-        None => kube::Config::infer().await?,
+        None if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() => {
+            let config = kube::Config::incluster()
+                .map_err(|e| format!("reading the in-cluster configuration: {}", crate::error_chain(&e)))?;
+            (config, "in-cluster service account".to_owned())
+        }
+        None => (kube::Config::infer().await?, "~/.kube/config".to_owned()),
     };
+    tracing::info!(server = %config.cluster_url, credentials = %source, "connecting to the API server");
     Ok(host_client(config)?)
 }
 

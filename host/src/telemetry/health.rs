@@ -9,18 +9,36 @@ pub enum NotReady {
     /// The informer caches have not finished their initial list.
     #[error("caches not synced")]
     CachesNotSynced,
-    /// Leader election is on and another replica holds the Lease.
-    #[error("not the leader")]
-    NotLeader,
     /// Sharded mode is on and this replica does not hold its membership Lease.
     #[error("not a member of the shard ring")]
     NotMember,
 }
 
+/// How a ready host stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readiness {
+    /// Reconciling, its caches synced.
+    Serving,
+    /// With leader election: another replica holds the Lease; this one is up and takes over when it is released or
+    /// lapses. Ready, so that a rollout (`kubectl rollout status`, a PodDisruptionBudget) counts it as available.
+    Standby,
+}
+
+impl Readiness {
+    /// The one-line body `/readyz` answers with.
+    pub fn text(self) -> &'static str {
+        match self {
+            Self::Serving => "ok",
+            Self::Standby => "ok: standby, another replica holds the Lease",
+        }
+    }
+}
+
 /// The host's health flags. Cheap to clone: every clone shares the same flags.
 ///
-/// A fresh `Health` is live, not synced, not the leader, with leader election off. Ready means synced and,
-/// when leader election is on, holding the Lease.
+/// A fresh `Health` is live, not synced, not the leader, with leader election off. Ready means synced when it
+/// reconciles; with leader election a standby is ready too; in sharded mode a replica is ready once it holds its
+/// membership Lease and its caches are synced.
 #[derive(Debug, Clone)]
 pub struct Health {
     flags: Arc<HealthFlags>,
@@ -86,21 +104,21 @@ impl Health {
         self.flags.live.load(Ordering::Acquire)
     }
 
-    /// Ready, or the first reason it is not: leadership is checked before caches, since a standby runs no
+    /// Ready (and how), or the first reason it is not: the role is checked before caches, since a standby runs no
     /// caches at all.
-    pub fn readiness(&self) -> Result<(), NotReady> {
+    pub fn readiness(&self) -> Result<Readiness, NotReady> {
         let flags = &self.flags;
         if flags.leader_election.load(Ordering::Acquire) && !flags.leader.load(Ordering::Acquire) {
-            return Err(if flags.sharding.load(Ordering::Acquire) {
-                NotReady::NotMember
+            return if flags.sharding.load(Ordering::Acquire) {
+                Err(NotReady::NotMember)
             } else {
-                NotReady::NotLeader
-            });
+                Ok(Readiness::Standby)
+            };
         }
         if !flags.synced.load(Ordering::Acquire) {
             return Err(NotReady::CachesNotSynced);
         }
-        Ok(())
+        Ok(Readiness::Serving)
     }
 
     /// Whether the host is ready.
@@ -124,19 +142,20 @@ mod tests {
     fn without_leader_election_synced_means_ready() {
         let health = Health::new();
         health.set_synced(true);
-        assert_eq!(health.readiness(), Ok(()));
+        assert_eq!(health.readiness(), Ok(Readiness::Serving));
     }
 
     #[test]
-    fn with_leader_election_only_the_leader_is_ready() {
+    fn with_leader_election_a_standby_is_ready_and_the_leader_once_synced() {
         let health = Health::new();
         health.set_leader_election(true);
-        health.set_synced(true);
-        assert_eq!(health.readiness(), Err(NotReady::NotLeader));
+        assert_eq!(health.readiness(), Ok(Readiness::Standby));
         health.set_leader(true);
-        assert!(health.is_ready());
+        assert_eq!(health.readiness(), Err(NotReady::CachesNotSynced));
+        health.set_synced(true);
+        assert_eq!(health.readiness(), Ok(Readiness::Serving));
         health.set_leader(false);
-        assert_eq!(health.readiness(), Err(NotReady::NotLeader));
+        assert_eq!(health.readiness(), Ok(Readiness::Standby));
     }
 
     #[test]
@@ -152,15 +171,6 @@ mod tests {
     }
 
     #[test]
-    fn a_standby_is_reported_as_not_the_leader_before_caches() {
-        let health = Health::new();
-        health.set_leader_election(true);
-        assert_eq!(health.readiness(), Err(NotReady::NotLeader));
-        health.set_leader(true);
-        assert_eq!(health.readiness(), Err(NotReady::CachesNotSynced));
-    }
-
-    #[test]
     fn clones_share_the_flags() {
         let health = Health::new();
         let clone = health.clone();
@@ -173,6 +183,6 @@ mod tests {
     #[test]
     fn reasons_read_as_one_line() {
         assert_eq!(NotReady::CachesNotSynced.to_string(), "caches not synced");
-        assert_eq!(NotReady::NotLeader.to_string(), "not the leader");
+        assert_eq!(Readiness::Standby.text(), "ok: standby, another replica holds the Lease");
     }
 }

@@ -7,6 +7,6 @@ mod health;
 mod metrics;
 pub mod server;
 
-pub use health::{Health, NotReady};
+pub use health::{Health, NotReady, Readiness};
 pub use metrics::{DURATION_BUCKETS_SECONDS, Metrics, REASON_MEMORY_EXHAUSTED, REASON_TIMEOUT};
 pub use server::{MetricsServer, OPENMETRICS_CONTENT_TYPE, router, serve};

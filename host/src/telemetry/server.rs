@@ -49,7 +49,7 @@ async fn healthz_handler(State(telemetry): State<Telemetry>) -> Response {
 
 async fn readyz_handler(State(telemetry): State<Telemetry>) -> Response {
     match telemetry.health.readiness() {
-        Ok(()) => (StatusCode::OK, "ok\n").into_response(),
+        Ok(readiness) => (StatusCode::OK, format!("{}\n", readiness.text())).into_response(),
         Err(reason) => (StatusCode::SERVICE_UNAVAILABLE, format!("{reason}\n")).into_response(),
     }
 }
@@ -167,17 +167,19 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn readyz_with_leader_election_waits_for_the_lease() {
+    async fn readyz_with_leader_election_says_standby_then_waits_for_the_leaders_caches() {
         let health = Health::new();
         health.set_leader_election(true);
-        health.set_synced(true);
         let app = router(Metrics::new(), health.clone());
         let (status, _, body) = get_path(app.clone(), "/readyz").await;
         assert_eq!(
             (status, body.as_str()),
-            (StatusCode::SERVICE_UNAVAILABLE, "not the leader\n")
+            (StatusCode::OK, "ok: standby, another replica holds the Lease\n")
         );
         health.set_leader(true);
+        let (status, _, body) = get_path(app.clone(), "/readyz").await;
+        assert_eq!((status, body.as_str()), (StatusCode::SERVICE_UNAVAILABLE, "caches not synced\n"));
+        health.set_synced(true);
         assert_eq!(get_path(app, "/readyz").await.0, StatusCode::OK);
     }
 
