@@ -37,7 +37,7 @@ POLYGLOT_VENV ?= $(HOME)/.cache/wasm-reconciler/polyglot-venv
 endif
 POLYGLOT_VENV ?= $(CARGO_TARGET_DIR)/polyglot-venv
 
-.PHONY: dev test test-tools unused-deps toolchain plugins polyglot build lint fmt crds deploy-files bench clean-dev
+.PHONY: dev test test-tools unused-deps toolchain plugins polyglot build lint fmt crds deploy-files bench clean-dev image
 
 ## dev: build the example plugins and run the embedded API server + host with them (prints the kubeconfig path).
 dev: plugins polyglot build
@@ -56,24 +56,27 @@ dev: plugins polyglot build
 # Every cargo command of the run selects the whole workspace with TEST_FEATURES (the CRD generators, whose tests
 # check each plugin's crd.yaml), so they resolve features alike and each crate is compiled once: `build` under CI
 # compiles the tests as well (see HOST_BUILD), and the test runs, the real-server e2e run included, reuse it.
-test: toolchain test-tools polyglot kube-harness helm-check
+test: toolchain test-tools polyglot kube-harness helm-check image
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets $(TEST_FEATURES) -- -D warnings
 	$(MAKE) --no-print-directory unused-deps
 	@mkdir -p $(CARGO_TARGET_DIR)
-	$(CARGO) test --workspace $(TEST_FEATURES) -- --skip real_only:: --skip sharding:: 2>&1 | tee $(CARGO_TARGET_DIR)/test-output.log
-	E2E_SERVER=real $(CARGO) test --workspace $(TEST_FEATURES) --test all -- --skip embedded_only:: --skip differential:: --skip sharding:: 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
+	$(CARGO) test --workspace $(TEST_FEATURES) -- --skip real_only:: --skip sharding:: --skip in_pod:: 2>&1 | tee $(CARGO_TARGET_DIR)/test-output.log
+	E2E_SERVER=real $(CARGO) test --workspace $(TEST_FEATURES) --test all -- --skip embedded_only:: --skip differential:: --skip sharding:: --skip in_pod:: 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
 	@# The sharding tests run several hosts on thousands of objects each: alone, so as not to starve the others.
 	$(CARGO) test --workspace $(TEST_FEATURES) --test all -- sharding:: 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
 	E2E_SERVER=real $(CARGO) test --workspace $(TEST_FEATURES) --test all -- sharding:: 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
+	@# The host as Pods on a real node (the image of `make image`, deploy/ and the chart): one node at a time.
+	E2E_SERVER=real $(CARGO) test --workspace $(TEST_FEATURES) --test all -- in_pod:: --test-threads=1 --nocapture 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
 	@awk '/^test result:/ { passed += $$4; failed += $$6 } END { printf "tests: %d passed, %d failed\n", passed, failed }' $(CARGO_TARGET_DIR)/test-output.log
 
 ## test-tools: the Debian packages the checks use, installed when missing: jq, yq, curl; docker-registry (CNCF
 ## Distribution, the OCI registry the registry tests start); pdns-server with pdns-backend-sqlite3 and sqlite3 (the
-## PowerDNS server the DNSRecord tests start); for the real cluster's node (docs/real-cluster.md): runc,
-## containernetworking-plugins, iptables, conntrack, skopeo (pushes the node's images), buildah and busybox-static
-## (build them).
+## PowerDNS server the DNSRecord tests start); musl-tools, ca-certificates and buildah (the host image); for the
+## real cluster's node (docs/real-cluster.md): runc, containernetworking-plugins, iptables, conntrack, skopeo (pushes
+## the node's images), buildah and busybox-static (build them).
 TEST_TOOLS := jq:jq yq:yq curl:curl docker-registry:docker-registry sqlite3:sqlite3 \
+	musl-gcc:musl-tools /etc/ssl/certs/ca-certificates.crt:ca-certificates \
 	/usr/sbin/pdns_server:pdns-server \
 	/usr/share/pdns-backend-sqlite3/schema/schema.sqlite3.sql:pdns-backend-sqlite3 \
 	runc:runc /usr/lib/cni/bridge:containernetworking-plugins iptables:iptables conntrack:conntrack \
@@ -118,6 +121,12 @@ polyglot:
 	plugins/configmapset-ts/build.sh $(POLYGLOT_OUT)
 	test-guests/outbound-py/build.sh $(POLYGLOT_OUT) $(POLYGLOT_VENV)
 	test-guests/outbound-ts/build.sh $(POLYGLOT_OUT)
+
+## image: the host image from the Dockerfile, built without a Docker engine (buildah) around a static musl binary,
+## pushed to the loopback registry (storage in ~/.cache/wasm-reconciler/registry); prints its digest. With
+## IMAGE_PUSH=registry.example.com/team/wasm-reconciler:0.1.0 it is pushed there instead (docs/deploy.md).
+image: toolchain test-tools
+	deploy/image/build.sh $(if $(IMAGE_PUSH),--push $(IMAGE_PUSH))
 
 ## build: the host binary.
 build: toolchain

@@ -104,15 +104,28 @@ impl Cluster {
 
     /// A fresh real control plane (`tests/kube/`), admin credentials in its kubeconfig.
     pub async fn start_real() -> anyhow::Result<Self> {
+        Self::start_real_with(&RealOptions::default()).await
+    }
+
+    /// A fresh real control plane, with a node when `node` asks for one.
+    pub async fn start_real_with(node: &RealOptions) -> anyhow::Result<Self> {
         init_logging();
         let dir = tempfile::tempdir()?;
-        let real = RealCluster::start(&dir.path().join("control-plane")).await?;
+        let real = RealCluster::start(&dir.path().join("control-plane"), node).await?;
         Ok(Self {
             kubeconfig: real.kubeconfig.clone(),
             url: real.server.clone(),
             backend: Backend::Real(real),
             dir,
         })
+    }
+
+    /// The real control plane, for what only it has (its node, its logs). Panics on the embedded server.
+    pub fn real(&self) -> &RealCluster {
+        match &self.backend {
+            Backend::Real(real) => real,
+            Backend::Embedded { .. } => panic!("this test needs a real control plane; start it with Cluster::start_real"),
+        }
     }
 
     /// The embedded API server, for fault injection. Panics on a real cluster: tests that need it start with
@@ -192,6 +205,28 @@ impl Cluster {
     }
 }
 
+/// What a real control plane runs besides itself: a node (kubelet, containerd, CNI, kube-proxy, kube-scheduler in a
+/// network namespace of its own), the registry the node pulls from, an audit log.
+#[derive(Debug, Clone, Default)]
+pub struct RealOptions {
+    /// Run a node.
+    pub node: bool,
+    /// The storage of the registry the node serves to its container runtime as `localhost:5000`.
+    pub registry_dir: Option<PathBuf>,
+    /// Write an audit log of every write (`logs/audit.log`, as a node-mode cluster always does).
+    pub audit: bool,
+}
+
+/// The audit policy of [`RealOptions::audit`]: every write at `Metadata` level, nothing else.
+const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    verbs: [create, update, patch, delete, deletecollection]
+  - level: None
+";
+
 /// A real control plane run by `kube-harness` (built by `tests/kube/build.sh`) in a directory of its own; stopped
 /// when dropped (the launcher's components die with it).
 pub struct RealCluster {
@@ -200,20 +235,36 @@ pub struct RealCluster {
     pub kubeconfig: PathBuf,
     /// `https://127.0.0.1:PORT`.
     pub server: String,
+    /// The components' logs (`kube-apiserver.log`, `audit.log` with a node, …).
+    pub logs: PathBuf,
+    /// The node's name, when it runs one.
+    pub node: Option<String>,
 }
 
-/// How long a control plane may take to come up (it is a few seconds on an idle machine).
+/// How long a control plane may take to come up (it is a few seconds on an idle machine; a node takes longer).
 const REAL_CLUSTER_START: Duration = Duration::from_secs(180);
 
 impl RealCluster {
-    /// Starts a control plane keeping its state in `dir`.
-    pub async fn start(dir: &Path) -> anyhow::Result<Self> {
+    /// Starts a control plane keeping its state in `dir`, with what `node` asks for.
+    pub async fn start(dir: &Path, node: &RealOptions) -> anyhow::Result<Self> {
         let bin = real_cluster_bin_dir()?;
-        let mut launcher = tokio::process::Command::new(bin.join("kube-harness"))
-            .args(["up", "--bin-dir"])
-            .arg(&bin)
-            .arg("--dir")
-            .arg(dir)
+        let mut command = tokio::process::Command::new(bin.join("kube-harness"));
+        command.args(["up", "--bin-dir"]).arg(&bin).arg("--dir").arg(dir);
+        if node.node {
+            command.arg("--node");
+        }
+        if let Some(registry) = &node.registry_dir {
+            command.arg("--registry-dir").arg(registry);
+        }
+        if node.audit && !node.node {
+            std::fs::create_dir_all(dir)?;
+            let policy = dir.join("audit-policy.yaml");
+            std::fs::write(&policy, AUDIT_POLICY)?;
+            command
+                .arg(format!("--apiserver-arg=--audit-policy-file={}", policy.display()))
+                .arg(format!("--apiserver-arg=--audit-log-path={}", dir.join("logs/audit.log").display()));
+        }
+        let mut launcher = command
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .kill_on_drop(true)
@@ -235,11 +286,15 @@ impl RealCluster {
                 .split(' ')
                 .find_map(|part| part.strip_prefix(name)?.strip_prefix('='))
                 .map(str::to_owned)
-                .with_context(|| format!("kube-harness's ready line {ready:?} has no {name}"))
+        };
+        let required = |name: &str| {
+            field(name).with_context(|| format!("kube-harness's ready line {ready:?} has no {name}"))
         };
         Ok(Self {
-            kubeconfig: PathBuf::from(field("kubeconfig")?),
-            server: field("server")?,
+            kubeconfig: PathBuf::from(required("kubeconfig")?),
+            server: required("server")?,
+            logs: PathBuf::from(required("logs")?),
+            node: field("node"),
             launcher,
         })
     }

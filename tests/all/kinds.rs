@@ -19,6 +19,9 @@ pub const CONVERGE: Duration = Duration::from_secs(40);
 /// CRD of the echo test plugin's kind, `test.wasm-reconciler.io/v1` Echo.
 pub const ECHO_CRD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/all/fixtures/echo-crd.yaml");
 
+/// CRD of the mirror test plugin's kind, `test.wasm-reconciler.io/v1` Mirror.
+pub const MIRROR_CRD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/all/fixtures/mirror-crd.yaml");
+
 /// CRD of the chaos test plugin's kind, `test.wasm-reconciler.io/v1` Chaos.
 pub const CHAOS_CRD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/all/fixtures/chaos-crd.yaml");
 
@@ -50,6 +53,11 @@ pub fn webapp_resource() -> ApiResource {
 /// `test.wasm-reconciler.io/v1` Echo.
 pub fn echo_resource() -> ApiResource {
     resource("test.wasm-reconciler.io", "v1", "Echo", "echoes")
+}
+
+/// `test.wasm-reconciler.io/v1` Mirror.
+pub fn mirror_resource() -> ApiResource {
+    resource("test.wasm-reconciler.io", "v1", "Mirror", "mirrors")
 }
 
 /// `test.wasm-reconciler.io/v1` Chaos.

@@ -29,6 +29,8 @@ pub struct RecordedRequest {
     pub body: Option<Value>,
     /// The response status.
     pub status: u16,
+    /// When the request arrived.
+    pub received: std::time::SystemTime,
 }
 
 /// The requests recorded so far. Cheap to clone.
@@ -83,6 +85,7 @@ impl RecordingFront {
 }
 
 async fn record(State(recording): State<Recording>, request: Request, next: Next) -> Response {
+    let received = std::time::SystemTime::now();
     let method = request.method().as_str().to_owned();
     let path = request.uri().path().to_owned();
     let query = request.uri().query().unwrap_or_default().to_owned();
@@ -109,6 +112,7 @@ async fn record(State(recording): State<Recording>, request: Request, next: Next
             query,
             body: recorded_body,
             status: response.status().as_u16(),
+            received,
         });
     response
 }
