@@ -81,6 +81,23 @@ pub trait Apply: Send + Sync {
     fn writer_id(&self) -> u64;
 }
 
+/// What one reconcile wrote.
+#[derive(Debug, Default, Clone, Copy)]
+struct Written {
+    /// Children applied (created or changed).
+    applied: usize,
+    /// Children pruned.
+    deleted: usize,
+    /// Whether the status was written.
+    status: bool,
+}
+
+impl Written {
+    fn changed_anything(self) -> bool {
+        self.applied > 0 || self.deleted > 0 || self.status
+    }
+}
+
 /// Hash of the last object applied, per child (kind and key) of one primary.
 type AppliedChildren = HashMap<(Gvk, ObjectKey), u64>;
 
@@ -265,6 +282,7 @@ impl Applier {
             tracing::warn!("primary lacks a name or uid; skipping");
             return Completion::DONE;
         };
+        let mut written = Written::default();
         if let Some(desired) = &outcome.children {
             let mut prepared = match prepare_children(&primary_ref, &self.spec, desired, |gvk| {
                 self.owned.get(gvk).is_some_and(|cache| cache.namespaced())
@@ -279,8 +297,9 @@ impl Applier {
                     child.object["metadata"]["labels"][key.as_str()] = serde_json::json!(shard);
                 }
             }
-            if let Err(error) = self.write_children(ticket, primary, &prepared).await {
-                return self.children_failed(ticket, primary, error).await;
+            match self.write_children(ticket, primary, &prepared).await {
+                Ok(children) => written = children,
+                Err(error) => return self.children_failed(ticket, primary, error).await,
             }
         }
 
@@ -293,8 +312,20 @@ impl Applier {
             primary.metadata.generation,
             &now(),
         );
-        if let Err(error) = self.write_status(ticket, primary, status).await {
-            return self.write_failed(error);
+        match self.write_status(ticket, primary, status).await {
+            Ok(status) => written.status = status,
+            Err(error) => return self.write_failed(error),
+        }
+        if written.changed_anything() {
+            // One line per reconcile that changed the world (steady-state reconciles stay quiet): the span names the
+            // plugin and the object.
+            tracing::info!(
+                applied = written.applied,
+                deleted = written.deleted,
+                status = written.status,
+                generation = primary.metadata.generation,
+                "reconciled"
+            );
         }
         let reference = object_reference(primary, &self.primary);
         for event in &outcome.events {
@@ -326,7 +357,12 @@ impl Applier {
     /// Applies the desired children that changed, then deletes owned children no longer desired. Writes of one
     /// reconcile run concurrently (at most [`CHILD_WRITES_IN_FLIGHT`]); every started write finishes and is folded
     /// into the cache, and the first failure is returned.
-    async fn write_children(&self, ticket: &Ticket, primary: &DynamicObject, prepared: &[PreparedChild]) -> Result<(), WriteError> {
+    async fn write_children(
+        &self,
+        ticket: &Ticket,
+        primary: &DynamicObject,
+        prepared: &[PreparedChild],
+    ) -> Result<Written, WriteError> {
         let primary_key = key_of(primary);
         let desired: HashSet<(&Gvk, &str)> = prepared.iter().map(|c| (&c.gvk, c.name.as_str())).collect();
         let mut applies = Vec::new();
@@ -337,6 +373,7 @@ impl Applier {
                 applies.push(self.apply_child(ticket, &primary_key, child, child_key, hash).boxed());
             }
         }
+        let applied = applies.len();
         all_succeed(applies).await?;
 
         let uid = primary.uid().unwrap_or_default();
@@ -349,7 +386,13 @@ impl Applier {
                 }
             }
         }
-        all_succeed(deletes).await
+        let deleted = deletes.len();
+        all_succeed(deletes).await?;
+        Ok(Written {
+            applied,
+            deleted,
+            status: false,
+        })
     }
 
     /// Whether `child` (of key `child_key`, hashing to `hash`) is exactly what was last applied for this primary
@@ -431,9 +474,10 @@ impl Applier {
 
     /// Writes `status` unless it is what the primary already shows. The response is folded into the cache, marked
     /// as seen by this applier's controller only if nothing but the status changed.
-    async fn write_status(&self, ticket: &Ticket, primary: &DynamicObject, status: Value) -> Result<(), WriteError> {
+    /// Writes `status` unless it is what the primary already shows; `true` when it was written.
+    async fn write_status(&self, ticket: &Ticket, primary: &DynamicObject, status: Value) -> Result<bool, WriteError> {
         if primary.data.get("status") == Some(&status) {
-            return Ok(());
+            return Ok(false);
         }
         let written = writer::write_status(
             ticket,
@@ -446,7 +490,7 @@ impl Applier {
         .await?;
         let seen = same_but_status(&written, primary).then_some(self.writer_id);
         self.primary.record_write(written, seen);
-        Ok(())
+        Ok(true)
     }
 
     /// Records a failed reconcile on the object: `Reconciled=False` and a Warning Event.
