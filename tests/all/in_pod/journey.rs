@@ -1,5 +1,5 @@
 //! What a platform team does after installing the host, checked on Pods the kubelet runs: the rollout completes
-//! with the leader Ready and the standby not; the host configures itself in-cluster; the plugin delivered as a
+//! with both replicas Ready, one holding the Lease; the host configures itself in-cluster; the plugin delivered as a
 //! ConfigMap goes live and converges its objects; the logs are JSON lines naming plugin and object; the metrics
 //! Service answers inside the cluster network; deleting the leader Pod (gracefully, then by force) hands over; and a
 //! rollout restart while 1,000 ConfigMapSets churn loses nothing and never has two Pods take turns on one set.
@@ -64,7 +64,7 @@ pub async fn run(cluster: &Cluster, install: &Install) -> anyhow::Result<()> {
     for name in &standby {
         let log = pods::logs(&client, name, false).await;
         assert!(
-            log.contains("waiting for the Lease"),
+            log.contains("waiting for the Lease") && !log.contains("holding the Lease; started"),
             "the standby {name} waits for the Lease; its log:\n{log}"
         );
     }
@@ -275,7 +275,7 @@ async fn hand_over(
             .then_some(())
     })
     .await;
-    wait_pods(client, install.replicas, 1, ROLLOUT).await;
+    wait_pods(client, install.replicas, install.replicas, ROLLOUT).await;
     Ok(took)
 }
 
