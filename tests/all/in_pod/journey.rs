@@ -12,13 +12,14 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-use crate::audit_log::{self as audit, turn_taking, writers_per_set};
-use super::install::{Install, Mode};
+use super::install::{Install, Method, Mode};
 use super::pods::{self, container_pid, resident_bytes, wait_leader, wait_pods};
 use super::{DEPLOYMENT, NAMESPACE};
+use crate::audit_log::{self as audit, turn_taking, writers_per_set};
 use crate::harness::{Cluster, wait_for};
 use crate::kinds::{configmapset, configmapset_resource, create_namespace, namespaced, set_ready_with};
 use crate::plugin_configmaps::plugin_events;
+use crate::telemetry_probe::sum_samples;
 
 /// How long the kubelet may take to pull, start and make Ready the host Pods.
 const ROLLOUT: Duration = Duration::from_secs(180);
@@ -29,6 +30,7 @@ const CHURN_SETS: usize = 1000;
 /// Where the journey's own objects live.
 const DEMO: &str = "demo";
 const CHURN: &str = "churn";
+const BULK: &str = "bulk";
 /// The host's ServiceAccount as the API server names it.
 const HOST_USER: &str = "system:serviceaccount:wasm-reconciler:wasm-reconciler";
 
@@ -121,7 +123,84 @@ pub async fn run(cluster: &Cluster, install: &Install) -> anyhow::Result<()> {
     let forced = hand_over(cluster, &client, install, &sets, &leader, true).await?;
     report(format!("forced deletion of the leader: handed over in {forced:.1} s"));
 
-    rollout_under_churn(cluster, &client, install, &report).await
+    rollout_under_churn(cluster, &client, install, &report).await?;
+    if install.method == Method::Kustomize {
+        memory_with_cached_objects(&client, install, &report).await?;
+    }
+    Ok(())
+}
+
+/// Objects in the leader's caches for the memory measurement.
+const CACHED_OBJECTS: f64 = 10_000.0;
+
+/// The leader's resident memory with 10,000 objects in its caches (plain ConfigMaps are added until its
+/// `wasm_reconciler_cache_objects` says so, read through the API server's proxy to the Pod): it must stay within
+/// the container's memory request, which deploy/deployment.yaml sizes from this measurement.
+async fn memory_with_cached_objects(
+    client: &kube::Client,
+    install: &Install,
+    report: &impl Fn(String),
+) -> anyhow::Result<()> {
+    let leader = wait_leader(client, install.replicas, ROLLOUT).await;
+    let metrics = || async {
+        let request = http::Request::get(format!("/api/v1/namespaces/{NAMESPACE}/pods/{leader}:9090/proxy/metrics"))
+            .body(Vec::new())
+            .expect("a valid request");
+        client.request_text(request).await.ok()
+    };
+    let cached = |text: &str| sum_samples(text, "wasm_reconciler_cache_objects", &[]);
+    let before = cached(&metrics().await.expect("the leader's metrics through the API server"));
+    create_namespace(client, BULK).await?;
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), BULK);
+    let missing = (CACHED_OBJECTS - before).max(0.0) as usize;
+    futures::stream::iter((0..missing).map(|index| {
+        let config_maps = config_maps.clone();
+        async move {
+            let object: ConfigMap = serde_json::from_value(json!({
+                "metadata": {"name": format!("bulk-{index:05}"), "labels": {"app": "bulk"}},
+                "data": {"index": index.to_string(), "note": "an object the host caches and nothing reconciles"},
+            }))?;
+            config_maps.create(&PostParams::default(), &object).await?;
+            anyhow::Ok(())
+        }
+    }))
+    .buffer_unordered(16)
+    .try_collect::<Vec<()>>()
+    .await?;
+    let total = wait_for(CONVERGE, "10,000 objects in the leader's caches", || async {
+        let total = cached(&metrics().await?);
+        (total >= CACHED_OBJECTS).then_some(total)
+    })
+    .await;
+    let pod = pods::pod(client, &leader).await.expect("the leader Pod");
+    let uid = pod.metadata.uid.clone().expect("a uid");
+    let resident = container_pid(&uid).and_then(resident_bytes).expect("the leader's resident memory");
+    let request = pod
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.containers[0].resources.as_ref())
+        .and_then(|resources| resources.requests.as_ref())
+        .and_then(|requests| requests.get("memory"))
+        .map(|quantity| quantity.0.clone())
+        .expect("a memory request");
+    let request_bytes = parse_mebibytes(&request) * 1024 * 1024;
+    report(format!(
+        "leader RSS with {total} cached objects: {:.1} MiB (memory request {request})",
+        resident as f64 / 1024.0 / 1024.0
+    ));
+    assert!(
+        resident < request_bytes,
+        "the leader's {resident} bytes with 10,000 cached objects exceed its memory request {request}"
+    );
+    Ok(())
+}
+
+/// `128Mi` → 128.
+fn parse_mebibytes(quantity: &str) -> u64 {
+    quantity
+        .strip_suffix("Mi")
+        .and_then(|number| number.parse().ok())
+        .unwrap_or_else(|| panic!("the memory request {quantity} is not in Mi"))
 }
 
 /// The Pod as the kubelet runs it: no kubeconfig anywhere, the downward API for identity and namespace, the
@@ -367,37 +446,29 @@ async fn rollout_under_churn(
     Ok(())
 }
 
-/// Creates `CHURN_SETS` sets, edits a fifth of them (replicas and greeting) and deletes a tenth, in an interleaved
-/// order, as fast as the API server takes it; returns what each set should end as.
+/// Creates `CHURN_SETS` sets at a steady pace (about 15 s in all), then edits a fifth of them (replicas and
+/// greeting) and deletes a tenth, so that the creates, edits and deletes span the rollout; returns what each set
+/// should end as.
 async fn churn(sets: &Api<DynamicObject>) -> anyhow::Result<BTreeMap<String, Fate>> {
-    let mut fates = BTreeMap::new();
     let names: Vec<String> = (0..CHURN_SETS).map(|i| format!("set-{i:04}")).collect();
-    let create = futures::stream::iter(names.clone().into_iter().enumerate().map(|(index, name)| {
-        let sets = sets.clone();
-        async move {
-            let name = name.as_str();
-            let replicas = (index % 3 + 1) as u32;
-            let mut set = configmapset(name, replicas, 3, "v1");
-            set["metadata"]["namespace"] = json!(CHURN);
-            create_set(&sets, set).await?;
-            if index % 5 == 0 {
-                let patch = json!({"spec": {"replicas": 3 - index % 3, "template": {"data": {"greeting": "v2"}}}});
-                sets.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
-            }
-            if index % 10 == 7 {
-                sets.delete(name, &DeleteParams::default()).await?;
-            }
-            anyhow::Ok(())
-        }
-    }))
-    .buffer_unordered(8);
-    create.try_collect::<Vec<()>>().await?;
+    let mut pace = tokio::time::interval(Duration::from_millis(15));
+    for (index, name) in names.iter().enumerate() {
+        pace.tick().await;
+        let mut set = configmapset(name, (index % 3 + 1) as u32, 3, "v1");
+        set["metadata"]["namespace"] = json!(CHURN);
+        create_set(sets, set).await?;
+    }
+    let mut fates = BTreeMap::new();
     for (index, name) in names.iter().enumerate() {
         let fate = if index % 10 == 7 {
             Fate::Deleted
         } else if index % 5 == 0 {
+            pace.tick().await;
+            let replicas = (3 - index % 3) as u64;
+            let patch = json!({"spec": {"replicas": replicas, "template": {"data": {"greeting": "v2"}}}});
+            sets.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
             Fate::Exists {
-                replicas: (3 - index % 3) as u64,
+                replicas,
                 greeting: "v2".into(),
             }
         } else {
@@ -407,6 +478,12 @@ async fn churn(sets: &Api<DynamicObject>) -> anyhow::Result<BTreeMap<String, Fat
             }
         };
         fates.insert(name.clone(), fate);
+    }
+    for (name, fate) in &fates {
+        if *fate == Fate::Deleted {
+            pace.tick().await;
+            sets.delete(name, &DeleteParams::default()).await?;
+        }
     }
     Ok(fates)
 }
