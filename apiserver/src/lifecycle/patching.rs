@@ -233,6 +233,7 @@ pub fn validate(
     }
     if let Some(structural) = info.custom.as_ref().and_then(|c| c.structural.as_ref()) {
         violations.extend(structural.validate(object).iter().map(violation));
+        violations.extend(super::scale::validate_custom(info, object));
         if structural.has_rules() {
             let blocking = [
                 "FieldValueNotSupported",
