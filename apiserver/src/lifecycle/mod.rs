@@ -3,6 +3,7 @@
 
 pub mod deletion;
 pub mod patching;
+pub mod scale;
 
 use std::sync::Arc;
 
@@ -428,13 +429,21 @@ impl Cluster {
                     }));
                 }
                 Some(true) => {
+                    // The NamespaceLifecycle admission plugin's refusal, with its cause.
+                    let mut details = info.subject(&name).details();
+                    details["causes"] = json!([{
+                        "reason": "NamespaceTerminating",
+                        "message": format!("namespace {} is being terminated", request.namespace),
+                        "field": "metadata.namespace",
+                    }]);
                     return Err(ApiError::forbidden(
                         info.subject(&name),
                         &format!(
                             "unable to create new content in namespace {} because it is being terminated",
                             request.namespace
                         ),
-                    ));
+                    )
+                    .with_details(details));
                 }
                 Some(false) => {}
             }
@@ -504,6 +513,10 @@ impl Cluster {
             } else {
                 self.reconcile_crd(&name);
             }
+        }
+        if info.is_builtin() && info.group.is_empty() && info.kind == "Namespace" {
+            // A new namespace gets its kube-root-ca.crt and default ServiceAccount from the collector.
+            self.wake_collector();
         }
         if object::is_deleting(object) || self.has_absent_or_deleting_owner(object) {
             self.wake_collector();
