@@ -177,13 +177,19 @@ clean-dev:
 # A real kube-apiserver + etcd + kube-controller-manager (and helm), built from Go modules: docs/real-cluster.md.
 REAL_CLUSTER_ARGS ?=
 
-.PHONY: kube-harness real-cluster
+.PHONY: kube-harness real-cluster dev-real
 ## kube-harness: build the real control plane (cached under ~/.cache/wasm-reconciler/kube), test the launcher's Go
 ## packages and run its self-check.
 kube-harness:
 	tests/kube/build.sh >/dev/null
 	cd tests/kube && go test ./internal/...
 	tests/kube/selfcheck.sh
+
+## dev-real: `make dev` on a real kube-apiserver, etcd and kube-controller-manager (built from Go modules by
+## tests/kube/build.sh on first use, then cached): the same plugin directory, hot reload, CRDs and kubeconfig.
+dev-real:
+	@bin_dir="$$(tests/kube/build.sh)"; \
+	$(MAKE) --no-print-directory dev DEV_ARGS="--server real --kube-harness $$bin_dir/kube-harness $(DEV_ARGS)"
 
 ## real-cluster: a real Kubernetes control plane on .dev/real-cluster, in the foreground (Ctrl-C stops it; REAL_CLUSTER_ARGS="--fresh" etc.).
 real-cluster:
