@@ -58,6 +58,7 @@ dev: plugins polyglot build
 # compiles the tests as well (see HOST_BUILD), and the test runs, the real-server e2e run included, reuse it.
 test: toolchain test-tools polyglot kube-harness helm-check
 	$(CARGO) fmt --all -- --check
+	python3 apiserver/tools/builtin_openapi.py --check
 	$(CARGO) clippy --workspace --all-targets $(TEST_FEATURES) -- -D warnings
 	$(MAKE) --no-print-directory unused-deps
 	@mkdir -p $(CARGO_TARGET_DIR)
