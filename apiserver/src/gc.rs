@@ -203,12 +203,27 @@ fn terminate_namespaces(cluster: &Cluster) {
             }
         }
         let key = ObjectKey::new(&namespaces_storage(), "", &name);
+        let namespaces = registry.lookup("", "v1", "namespaces");
         update_quietly(cluster, &key, |ns| {
             let conditions = namespace_conditions(object::path(ns, &["status", "conditions"]), &remaining, &finalizers);
             if object::path(ns, &["status", "conditions"]) == Some(&json!(conditions)) {
                 return false;
             }
+            let before = ns.clone();
             object::ensure_object(ns, &["status"]).insert("conditions".into(), json!(conditions));
+            // The namespace controller writes its conditions through /status, as kube-controller-manager.
+            if let Some(info) = &namespaces {
+                let options = UpdateOptions {
+                    manager: "kube-controller-manager".into(),
+                    ty: &info.field_type,
+                    api_version: info.api_version(),
+                    kind: info.kind.clone(),
+                    subresource: Some("status".into()),
+                    time: object::now_rfc3339(),
+                    ignored_fields: FieldSet::new(),
+                };
+                *ns = record_update(Some(&before), ns, &options);
+            }
             true
         });
         if remaining.is_empty() {

@@ -165,6 +165,11 @@ const TYPE_IDENTIFIERS: [&str; 11] = [
     "optional_type",
 ];
 
+/// Qualifiers of the library functions (`math.ceil`, `optional.none`, `sets.contains`, …), which are not variables.
+const FUNCTION_NAMESPACES: [&str; 8] = [
+    "optional", "math", "sets", "strings", "lists", "base64", "format", "cel",
+];
+
 impl<'s> Checker<'_> {
     /// The offset of the next occurrence of `token` as a whole word (after a `.` when `after_dot`).
     fn locate(&mut self, token: &str, after_dot: bool) -> usize {
@@ -253,12 +258,19 @@ impl<'s> Checker<'_> {
                 if select.test { CelType::Bool } else { field_type }
             }
             Expr::Call(call) => {
-                let target = call.target.as_ref().map(|target| self.walk(target, scope));
+                let namespaced = call
+                    .target
+                    .as_ref()
+                    .is_some_and(|target| matches!(&target.expr, Expr::Ident(name) if FUNCTION_NAMESPACES.contains(&name.as_str()) && !scope.contains_key(name)));
+                if let Some(target) = call.target.as_ref().filter(|_| !namespaced) {
+                    self.walk(target, scope);
+                }
                 let args: Vec<CelType<'s>> = call.args.iter().map(|arg| self.walk(arg, scope)).collect();
-                call_type(&call.func_name, target, &args)
+                call_type(&call.func_name, &args)
             }
             Expr::Comprehension(comprehension) => {
                 let range = self.walk(&comprehension.iter_range, scope);
+                let is_list = matches!(range, CelType::List(_));
                 let (first, second) = match range {
                     CelType::List(element) => (CelType::Int, *element),
                     CelType::Map(values) => (CelType::String, *values),
@@ -272,11 +284,7 @@ impl<'s> Checker<'_> {
                         inner.insert(second_var.clone(), second);
                     }
                     None => {
-                        let element = match self.walk(&comprehension.iter_range, scope) {
-                            CelType::List(_) => second,
-                            _ => first,
-                        };
-                        inner.insert(comprehension.iter_var.clone(), element);
+                        inner.insert(comprehension.iter_var.clone(), if is_list { second } else { first });
                     }
                 }
                 let accumulator = self.walk(&comprehension.accu_init, &inner);
@@ -304,7 +312,7 @@ impl<'s> Checker<'_> {
 }
 
 /// The result type of a function or operator, as far as it matters for the bool/string check.
-fn call_type<'s>(function: &str, target: Option<CelType<'s>>, args: &[CelType<'s>]) -> CelType<'s> {
+fn call_type<'s>(function: &str, args: &[CelType<'s>]) -> CelType<'s> {
     match function {
         "_==_"
         | "_!=_"
@@ -352,10 +360,7 @@ fn call_type<'s>(function: &str, target: Option<CelType<'s>>, args: &[CelType<'s
             Some(CelType::Map(values)) => (**values).clone(),
             _ => CelType::Dyn,
         },
-        _ => {
-            let _ = target;
-            CelType::Dyn
-        }
+        _ => CelType::Dyn,
     }
 }
 
@@ -395,6 +400,9 @@ mod tests {
             "self.spec.labels.all(k, self.spec.labels[k] != '')",
             "self.metadata.name.startsWith('a')",
             "self.spec.items.map(i, i + 'x').size() > 0",
+            "math.abs(self.spec.size) < 10",
+            "sets.contains(self.spec.items, ['a'])",
+            "optional.none().orValue(1) == 1",
         ] {
             assert_eq!(check_rule(spec_schema(), rule), None, "{rule}");
         }
