@@ -73,22 +73,21 @@ impl RuleSpec {
         }
     }
 
-    /// The rule as Go's `%#v` prints the internal `apiextensions.ValidationRule` (the value of compile errors).
+    /// The rule as `json.Marshal` prints the internal `apiextensions.ValidationRule` (no JSON tags: Go field names
+    /// in declaration order), the value of compile errors.
     fn go_value(&self) -> String {
-        let reason = match &self.reason {
-            None => "(*apiextensions.FieldValueErrorReason)(nil)".to_string(),
-            Some(reason) => format!("&{}", go_format::quote(reason)),
-        };
-        let optional = match self.optional_old_self {
-            None => "(*bool)(nil)".to_string(),
-            Some(value) => format!("&{value}"),
-        };
+        let text = |value: &str| go_format::json_string(value);
+        let reason = self.reason.as_deref().map(text).unwrap_or_else(|| "null".into());
+        let optional = self
+            .optional_old_self
+            .map(|value| value.to_string())
+            .unwrap_or_else(|| "null".into());
         format!(
-            "apiextensions.ValidationRule{{Rule:{}, Message:{}, MessageExpression:{}, Reason:{reason}, FieldPath:{}, OptionalOldSelf:{optional}}}",
-            go_format::quote(&self.rule),
-            go_format::quote(&self.message),
-            go_format::quote(&self.message_expression),
-            go_format::quote(&self.field_path),
+            "{{\"Rule\":{},\"Message\":{},\"MessageExpression\":{},\"Reason\":{reason},\"FieldPath\":{},\"OptionalOldSelf\":{optional}}}",
+            text(&self.rule),
+            text(&self.message),
+            text(&self.message_expression),
+            text(&self.field_path),
         )
     }
 }
@@ -869,12 +868,8 @@ pub fn blocks_rules(kinds: impl IntoIterator<Item = FieldErrorKind>) -> bool {
 
 /// The error added when rules were not evaluated because of blocking errors.
 pub fn rules_not_checked() -> FieldError {
-    FieldError {
-        kind: FieldErrorKind::Invalid,
-        field: "<nil>".into(),
-        detail: RULES_NOT_CHECKED.into(),
-        bad_value: Some(Value::Null),
-    }
+    // `field.Invalid(nil, nil, …)`: a nil path, and a nil value that json.Marshal prints as `null`, unquoted.
+    invalid_raw(&FieldPath::from_text("<nil>"), "null", RULES_NOT_CHECKED)
 }
 
 #[cfg(test)]
@@ -974,8 +969,8 @@ mod tests {
             schema(json!([{"rule": "self.sise > 1"}])).unwrap_err(),
             vec![
                 "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: \
-                 apiextensions.ValidationRule{Rule:\"self.sise > 1\", Message:\"\", MessageExpression:\"\", \
-                 Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: \
+                 {\"Rule\":\"self.sise \\u003e 1\",\"Message\":\"\",\"MessageExpression\":\"\",\"Reason\":null,\
+                 \"FieldPath\":\"\",\"OptionalOldSelf\":null}: \
                  compilation failed: ERROR: <input>:1:5: undefined field 'sise'\n | self.sise > 1\n | ....^"
             ]
         );
