@@ -86,6 +86,32 @@ const OPAQUE: [&str; 8] = [
     "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON",
 ];
 
+const QUANTITY: &str = "io.k8s.apimachinery.pkg.api.resource.Quantity";
+/// The pattern `resource.ParseQuantity` names when it refuses a quantity.
+const QUANTITY_PATTERN: &str = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$";
+
+/// Whether `resource.ParseQuantity` reads `text`: a decimal number and a suffix (binary `Ki`…`Ei`, decimal
+/// `n`, `u`, `m`, `k`, `M`…`E`, or an exponent `e3`/`E-2`).
+fn is_quantity(text: &str) -> bool {
+    let body = text.strip_prefix(['+', '-']).unwrap_or(text);
+    let number_end = body
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(body.len());
+    let (number, suffix) = body.split_at(number_end);
+    if number.is_empty() || number.matches('.').count() > 1 || number == "." {
+        return false;
+    }
+    match suffix {
+        "" | "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei" | "n" | "u" | "m" | "k" | "M" | "G" | "T" | "P" | "E" => true,
+        exponent => {
+            let digits = exponent
+                .strip_prefix(['e', 'E'])
+                .map(|rest| rest.strip_prefix(['+', '-']).unwrap_or(rest));
+            digits.is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        }
+    }
+}
+
 /// A schema node: its own body and, when it is a named definition, the name.
 #[derive(Clone, Copy)]
 struct Node<'s> {
@@ -209,6 +235,16 @@ impl<'s> Walk<'s> {
         fields: &mut Vec<String>,
         parent: Option<(&str, String)>,
     ) {
+        if node.name == Some(QUANTITY)
+            && let Value::String(text) = &*value
+            && self.findings.type_error.is_none()
+            && !is_quantity(text)
+        {
+            // resource.Quantity's UnmarshalJSON refuses it with its own words.
+            self.findings.type_error = Some(format!(
+                "quantities must match the regular expression '{QUANTITY_PATTERN}'"
+            ));
+        }
         if value.is_null() || node.opaque() {
             return;
         }
@@ -356,6 +392,16 @@ mod tests {
                 .as_deref(),
             Some("json: cannot unmarshal number into Go struct field ConfigMap.data of type string")
         );
+        let mut pod = json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"name": "a",
+            "resources": {"limits": {"cpu": "2 cores", "memory": "1Gi"}}}]}});
+        assert_eq!(
+            decode("v1", "Pod", &mut pod, false)
+                .and_then(|f| f.type_error)
+                .as_deref(),
+            Some("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+        );
+        assert!(is_quantity("100m") && is_quantity("1.5Gi") && is_quantity("1e3") && is_quantity("-2"));
+        assert!(!is_quantity("2 cores") && !is_quantity("Gi") && !is_quantity("1.2.3"));
         let mut service = json!({"apiVersion": "v1", "kind": "Service", "spec": {"ports": "80"}});
         assert_eq!(
             decode("v1", "Service", &mut service, false)

@@ -244,7 +244,18 @@ pub fn validate(info: &ResourceInfo, object: &Value, old: Option<&Value>, reques
             ));
             violations
         }
-        ("batch", "Job") => immutable_fields(object, old, &[&["spec", "selector"]]),
+        ("batch", "Job") => {
+            let mut violations = validate_pod_spec(
+                object::path(object, &["spec", "template", "spec"]),
+                "spec.template.spec",
+            );
+            violations.extend(immutable_fields(object, old, &[&["spec", "selector"]]));
+            violations
+        }
+        ("batch", "CronJob") => validate_pod_spec(
+            object::path(object, &["spec", "jobTemplate", "spec", "template", "spec"]),
+            "spec.jobTemplate.spec.template.spec",
+        ),
         ("coordination.k8s.io", "Lease") => validate_lease(object),
         ("" | "events.k8s.io", "Event") if old.is_none() => validate_event_create(object, request_group),
         _ => Vec::new(),
@@ -394,10 +405,10 @@ fn validate_deployment(deployment: &Value) -> Vec<FieldViolation> {
             }
         }
     }
-    let containers = object::path(deployment, &["spec", "template", "spec", "containers"]);
-    if containers.and_then(Value::as_array).is_none_or(Vec::is_empty) {
-        violations.push(FieldViolation::required("spec.template.spec.containers", ""));
-    }
+    violations.extend(validate_pod_spec(
+        object::path(deployment, &["spec", "template", "spec"]),
+        "spec.template.spec",
+    ));
     for field in ["minReadySeconds", "revisionHistoryLimit", "progressDeadlineSeconds"] {
         non_negative(&mut violations, deployment, &["spec", field]);
     }
@@ -428,6 +439,93 @@ fn validate_pod_controller(object: &Value, kind: &str) -> Vec<FieldViolation> {
                 &format!("empty selector is invalid for {kind}"),
             )),
         },
+    }
+    violations.extend(validate_pod_spec(
+        object::path(object, &["spec", "template", "spec"]),
+        "spec.template.spec",
+    ));
+    violations
+}
+
+/// `IsValidPortNum`'s message.
+const PORT_RANGE: &str = "must be between 1 and 65535, inclusive";
+
+/// The container checks of `ValidatePodSpec` that children written by plugins meet most: every container has a
+/// unique DNS-label name and an image, and its ports are in range.
+pub fn validate_pod_spec(spec: Option<&Value>, path: &str) -> Vec<FieldViolation> {
+    let mut violations = Vec::new();
+    let containers = spec.and_then(|s| s.get("containers")).and_then(Value::as_array);
+    let Some(containers) = containers.filter(|c| !c.is_empty()) else {
+        violations.push(FieldViolation::required(format!("{path}.containers"), ""));
+        return violations;
+    };
+    let init_containers = spec
+        .and_then(|s| s.get("initContainers"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for (list, items) in [("initContainers", &init_containers), ("containers", containers)] {
+        let mut names: Vec<&str> = Vec::new();
+        for (index, container) in items.iter().enumerate() {
+            let at = format!("{path}.{list}[{index}]");
+            let name = container.get("name").and_then(Value::as_str).unwrap_or_default();
+            if name.is_empty() {
+                violations.push(FieldViolation::required(format!("{at}.name"), ""));
+            } else {
+                for message in crate::schema::dns1123_label_errors(name) {
+                    violations.push(FieldViolation::invalid(
+                        format!("{at}.name"),
+                        &Value::String(name.into()),
+                        &message,
+                    ));
+                }
+            }
+            if container
+                .get("image")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .is_empty()
+            {
+                violations.push(FieldViolation::required(format!("{at}.image"), ""));
+            }
+            for (port_index, port) in container
+                .get("ports")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let port_path = format!("{at}.ports[{port_index}]");
+                match port.get("containerPort").and_then(Value::as_i64).unwrap_or(0) {
+                    0 => violations.push(FieldViolation::required(format!("{port_path}.containerPort"), "")),
+                    number if !(1..=65535).contains(&number) => violations.push(FieldViolation::invalid(
+                        format!("{port_path}.containerPort"),
+                        &Value::from(number),
+                        PORT_RANGE,
+                    )),
+                    _ => {}
+                }
+                if let Some(host) = port.get("hostPort").and_then(Value::as_i64)
+                    && host != 0
+                    && !(1..=65535).contains(&host)
+                {
+                    violations.push(FieldViolation::invalid(
+                        format!("{port_path}.hostPort"),
+                        &Value::from(host),
+                        PORT_RANGE,
+                    ));
+                }
+            }
+            if names.contains(&name) {
+                violations.push(FieldViolation {
+                    field: format!("{at}.name"),
+                    reason: "FieldValueDuplicate".into(),
+                    message: format!("Duplicate value: {}", crate::go_format::quote(name)),
+                });
+            } else {
+                names.push(name);
+            }
+        }
     }
     violations
 }
