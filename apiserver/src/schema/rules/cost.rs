@@ -71,15 +71,15 @@ fn element_schema(schema: &Structural) -> Option<&Structural> {
 }
 
 /// Estimates an expression's cost; `scope` gives the schema of each variable whose schema is known.
-pub(crate) fn estimate<'s>(expression: &IdedExpr, scope: &[(&str, Option<&'s Structural>)]) -> u64 {
+pub(crate) fn estimate(expression: &IdedExpr, scope: &[(&str, Option<&Structural>)]) -> u64 {
     Estimator { sizes: None }.walk(expression, scope).cost
 }
 
 /// Estimates an expression's cost on actual data: comprehension ranges and strings that depend only on `self` and
 /// `oldSelf` are measured in `actual` (their values), the rest bounded by the schema.
-pub(crate) fn estimate_actual<'s>(
+pub(crate) fn estimate_actual(
     expression: &IdedExpr,
-    scope: &[(&str, Option<&'s Structural>)],
+    scope: &[(&str, Option<&Structural>)],
     actual: &[(&str, &CelValue)],
 ) -> u64 {
     Estimator { sizes: Some(actual) }.walk(expression, scope).cost
@@ -212,13 +212,12 @@ impl Estimator<'_> {
                     "matches" | "startsWith" | "endsWith" | "contains" | "indexOf" | "lastIndexOf" | "split"
                     | "find" | "findAll" => cost = cost.saturating_add(size.map(traversal).unwrap_or(0)),
                     "_==_" | "_!=_" if string_operands => cost = cost.saturating_add(size.map(traversal).unwrap_or(0)),
-                    "_==_" | "_!=_" | "_+_" | "@in" => {
+                    "_==_" | "_!=_" | "_+_" | "@in"
                         if subject
                             .and_then(|s| s.schema)
-                            .is_some_and(|s| matches!(s.type_name.as_deref(), Some("array" | "object")))
-                        {
-                            cost = cost.saturating_add(size.unwrap_or(0));
-                        }
+                            .is_some_and(|s| matches!(s.type_name.as_deref(), Some("array" | "object"))) =>
+                    {
+                        cost = cost.saturating_add(size.unwrap_or(0));
                     }
                     "_[_]" => {
                         return Estimate::of(cost, subject.and_then(|s| s.schema).and_then(element_schema));

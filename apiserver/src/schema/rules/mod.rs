@@ -160,7 +160,7 @@ impl Compiler {
             return;
         }
         self.most_expensive.push((path.to_string(), cost));
-        self.most_expensive.sort_by(|a, b| b.1.cmp(&a.1));
+        self.most_expensive.sort_by_key(|entry| std::cmp::Reverse(entry.1));
         self.most_expensive.truncate(4);
     }
 
