@@ -21,6 +21,8 @@ pub struct Write {
     pub received: String,
     /// The request's path and query (the field manager of a patch is in it).
     pub uri: String,
+    /// The response's status code: a write refused (a failed precondition, a conflict) changed nothing.
+    pub code: u16,
 }
 
 impl Write {
@@ -28,6 +30,11 @@ impl Write {
     /// `wasm-reconciler-sharder`) rather than a reconcile's.
     pub fn is_sharding_protocol(&self) -> bool {
         self.uri.contains("fieldManager=wasm-reconciler-sharder")
+    }
+
+    /// Whether the API server carried it out (a 2xx answer).
+    pub fn accepted(&self) -> bool {
+        (200..300).contains(&self.code)
     }
 }
 
@@ -59,6 +66,10 @@ pub fn writes(path: &Path) -> anyhow::Result<Vec<Write>> {
                 .unwrap_or_default()
                 .to_owned(),
             uri: event["requestURI"].as_str().unwrap_or_default().to_owned(),
+            code: event["responseStatus"]["code"]
+                .as_u64()
+                .and_then(|code| u16::try_from(code).ok())
+                .unwrap_or_default(),
         });
     }
     Ok(found)
@@ -100,12 +111,7 @@ pub fn writers_per_set(writes: &[Write], namespace: &str) -> BTreeMap<String, Ve
 pub fn turn_taking(writers: &BTreeMap<String, Vec<String>>) -> Vec<(&String, &Vec<String>)> {
     writers
         .iter()
-        .filter(|(_, sequence)| {
-            sequence
-                .iter()
-                .enumerate()
-                .any(|(i, pod)| sequence[..i].contains(pod))
-        })
+        .filter(|(_, sequence)| sequence.iter().enumerate().any(|(i, pod)| sequence[..i].contains(pod)))
         .collect()
 }
 
@@ -126,6 +132,7 @@ mod tests {
             name: name.into(),
             received: received.into(),
             uri: format!("/api/v1/namespaces/churn/configmaps/{name}?fieldManager=wasm-reconciler%2Fconfigmapset"),
+            code: 200,
         }
     }
 
@@ -143,7 +150,11 @@ mod tests {
         sharder.uri = "/apis/examples.wasm-reconciler.io/v1alpha1/namespaces/churn/configmapsets/s?fieldManager=wasm-reconciler-sharder".into();
         let writes: Vec<Write> = writes.into_iter().chain([sharder]).collect();
         let writers = writers_per_set(&writes, "churn");
-        assert_eq!(writers["s"], ["a", "b"], "the sharder's label writes are not a reconcile's");
+        assert_eq!(
+            writers["s"],
+            ["a", "b"],
+            "the sharder's label writes are not a reconcile's"
+        );
         assert_eq!(writers["t"], ["b", "a", "b"]);
         let found = turn_taking(&writers);
         assert_eq!(found.len(), 1);

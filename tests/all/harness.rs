@@ -124,7 +124,9 @@ impl Cluster {
     pub fn real(&self) -> &RealCluster {
         match &self.backend {
             Backend::Real(real) => real,
-            Backend::Embedded { .. } => panic!("this test needs a real control plane; start it with Cluster::start_real"),
+            Backend::Embedded { .. } => {
+                panic!("this test needs a real control plane; start it with Cluster::start_real")
+            }
         }
     }
 
@@ -262,7 +264,10 @@ impl RealCluster {
             std::fs::write(&policy, AUDIT_POLICY)?;
             command
                 .arg(format!("--apiserver-arg=--audit-policy-file={}", policy.display()))
-                .arg(format!("--apiserver-arg=--audit-log-path={}", dir.join("logs/audit.log").display()));
+                .arg(format!(
+                    "--apiserver-arg=--audit-log-path={}",
+                    dir.join("logs/audit.log").display()
+                ));
         }
         let mut launcher = command
             .stdout(std::process::Stdio::piped())
@@ -287,9 +292,8 @@ impl RealCluster {
                 .find_map(|part| part.strip_prefix(name)?.strip_prefix('='))
                 .map(str::to_owned)
         };
-        let required = |name: &str| {
-            field(name).with_context(|| format!("kube-harness's ready line {ready:?} has no {name}"))
-        };
+        let required =
+            |name: &str| field(name).with_context(|| format!("kube-harness's ready line {ready:?} has no {name}"));
         Ok(Self {
             kubeconfig: PathBuf::from(required("kubeconfig")?),
             server: required("server")?,

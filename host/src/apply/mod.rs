@@ -238,11 +238,21 @@ impl Applier {
 
     /// Adds the plugin's finalizer (state `Add`, so the spec declares one) and returns the updated primary, folded
     /// into the cache as this applier's own write.
-    async fn add_finalizer(&self, ticket: &Ticket, cached: &Arc<CachedObject>) -> Result<Arc<CachedObject>, WriteError> {
+    async fn add_finalizer(
+        &self,
+        ticket: &Ticket,
+        cached: &Arc<CachedObject>,
+    ) -> Result<Arc<CachedObject>, WriteError> {
         let primary = cached.dynamic();
         let finalizer = self.spec.finalizer.as_deref().unwrap_or_default();
-        let updated =
-            writer::add_finalizer(ticket, &self.primary_api(&primary), &self.field_manager, &primary, finalizer).await?;
+        let updated = writer::add_finalizer(
+            ticket,
+            &self.primary_api(&primary),
+            &self.field_manager,
+            &primary,
+            finalizer,
+        )
+        .await?;
         tracing::debug!(finalizer, "finalizer added");
         Ok(self
             .primary
@@ -251,7 +261,8 @@ impl Applier {
     }
 
     async fn apply_result(
-        &self, ticket: &Ticket,
+        &self,
+        ticket: &Ticket,
         primary: &DynamicObject,
         result: Result<Outcome, CallError>,
         deleting: bool,
@@ -277,7 +288,13 @@ impl Applier {
 
     /// Children first (nothing at all when one is out of scope), then the status, the events, and — for a
     /// deleting primary whose cleanup is done — the finalizer.
-    async fn apply_outcome(&self, ticket: &Ticket, primary: &DynamicObject, outcome: Outcome, deleting: bool) -> Completion {
+    async fn apply_outcome(
+        &self,
+        ticket: &Ticket,
+        primary: &DynamicObject,
+        outcome: Outcome,
+        deleting: bool,
+    ) -> Completion {
         let Some(primary_ref) = PrimaryRef::of(primary, self.primary.resource()) else {
             tracing::warn!("primary lacks a name or uid; skipping");
             return Completion::DONE;
@@ -333,14 +350,23 @@ impl Applier {
         }
         if let Some((false, reason)) = previous {
             let note = format!("reconciled successfully after failing with {reason}");
-            self.publish(ticket, &reference, &Event::normal("Reconciled", note)).await;
+            self.publish(ticket, &reference, &Event::normal("Reconciled", note))
+                .await;
         }
 
         if deleting
             && outcome.finalized
             && let Some(finalizer) = &self.spec.finalizer
         {
-            match writer::remove_finalizer(ticket, &self.primary_api(primary), &self.field_manager, primary, finalizer).await {
+            match writer::remove_finalizer(
+                ticket,
+                &self.primary_api(primary),
+                &self.field_manager,
+                primary,
+                finalizer,
+            )
+            .await
+            {
                 Ok(Some(updated)) => {
                     tracing::info!(finalizer, "cleanup finished; finalizer removed");
                     self.primary.record_write(updated, None);
@@ -418,7 +444,8 @@ impl Applier {
     }
 
     async fn apply_child(
-        &self, ticket: &Ticket,
+        &self,
+        ticket: &Ticket,
         primary_key: &ObjectKey,
         child: &PreparedChild,
         child_key: ObjectKey,
@@ -428,12 +455,15 @@ impl Applier {
         let observed = cache.get(&child_key);
         let created = observed.is_none();
         let api = api_for(&self.client, cache, child_key.namespace.as_deref());
-        // A child in the view is applied to *that* object: its uid rides along as a precondition, so a child deleted
-        // and recreated by someone else since the view is refused (422, field is immutable), never overwritten.
+        // A child in the view is applied to *that* object as the view saw it: its uid and resourceVersion ride along
+        // as preconditions, so a child deleted or recreated since the view is refused (409/422), and so is one that
+        // changed since — a write that left this replica late (it was frozen with the request still inside it) can
+        // never put an older state back.
         let object = match &observed {
             Some(observed) => {
                 let mut object = child.object.clone();
                 object["metadata"]["uid"] = Value::from(&*observed.meta.uid);
+                object["metadata"]["resourceVersion"] = Value::from(observed.meta.resource_version.to_string());
                 std::borrow::Cow::Owned(object)
             }
             None => std::borrow::Cow::Borrowed(&child.object),
@@ -451,7 +481,8 @@ impl Applier {
     }
 
     async fn delete_child(
-        &self, ticket: &Ticket,
+        &self,
+        ticket: &Ticket,
         primary_key: &ObjectKey,
         gvk: &Gvk,
         observed: Arc<CachedObject>,
@@ -484,7 +515,11 @@ impl Applier {
             &self.primary_api(primary),
             &self.field_manager,
             &primary.name_any(),
-            primary.uid().as_deref(),
+            primary
+                .metadata
+                .uid
+                .as_deref()
+                .zip(primary.metadata.resource_version.as_deref()),
             &status,
         )
         .await?;
@@ -507,7 +542,8 @@ impl Applier {
             tracing::debug!(error = %crate::error_chain(&error), "could not record the failure in status");
         }
         let event = Event::warning(state.reason.clone(), state.message.clone());
-        self.publish(ticket, &object_reference(primary, &self.primary), &event).await;
+        self.publish(ticket, &object_reference(primary, &self.primary), &event)
+            .await;
     }
 
     async fn scope_denied(&self, ticket: &Ticket, primary: &DynamicObject, error: ScopeError) -> Completion {

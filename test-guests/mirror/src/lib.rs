@@ -5,7 +5,9 @@
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use wasm_reconciler_sdk::{Condition, ControllerSpec, Error, Gvk, Outcome, Reconciler, WorldView, export_reconciler, host};
+use wasm_reconciler_sdk::{
+    Condition, ControllerSpec, Error, Gvk, Outcome, Reconciler, WorldView, export_reconciler, host,
+};
 
 /// The kind a Mirror copies from and to.
 fn config_map() -> Gvk {
@@ -40,7 +42,11 @@ impl Reconciler for Mirror {
             )));
         };
         let data = source["data"].as_object().cloned().unwrap_or_else(Map::new);
-        let version = data.get("version").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let version = data
+            .get("version")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
         let copies = (0..spec.copies).map(|index| {
             json!({
                 "apiVersion": "v1", "kind": "ConfigMap",

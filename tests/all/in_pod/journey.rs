@@ -79,13 +79,19 @@ pub async fn run(cluster: &Cluster, install: &Install) -> anyhow::Result<()> {
         .unwrap_or_else(|| panic!("the leader logs how it connects; its log:\n{log}"));
     assert_eq!(connected["credentials"], "in-cluster service account", "{connected}");
     assert!(
-        connected["server"].as_str().is_some_and(|s| s.starts_with("https://10.96.0.1")),
+        connected["server"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("https://10.96.0.1")),
         "the host reaches the API server through the kubernetes Service: {connected}"
     );
 
     // The plugin delivered as a ConfigMap goes live, and its objects converge.
     wait_for(CONVERGE, "the configmapset plugin to load", || async {
-        (!plugin_events(&client, "configmapset", "PluginLoaded").await.ok()?.is_empty()).then_some(())
+        (!plugin_events(&client, "configmapset", "PluginLoaded")
+            .await
+            .ok()?
+            .is_empty())
+        .then_some(())
     })
     .await;
     create_namespace(&client, DEMO).await?;
@@ -118,7 +124,9 @@ pub async fn run(cluster: &Cluster, install: &Install) -> anyhow::Result<()> {
 
     // Deleting the leader Pod hands over: gracefully (SIGTERM, the Lease released), then by force.
     let graceful = hand_over(cluster, &client, install, &sets, &leader, false).await?;
-    report(format!("graceful deletion of the leader: handed over in {graceful:.1} s"));
+    report(format!(
+        "graceful deletion of the leader: handed over in {graceful:.1} s"
+    ));
     let leader = wait_leader(&client, install.replicas, ROLLOUT).await;
     let forced = hand_over(cluster, &client, install, &sets, &leader, true).await?;
     report(format!("forced deletion of the leader: handed over in {forced:.1} s"));
@@ -143,9 +151,11 @@ async fn memory_with_cached_objects(
 ) -> anyhow::Result<()> {
     let leader = wait_leader(client, install.replicas, ROLLOUT).await;
     let metrics = || async {
-        let request = http::Request::get(format!("/api/v1/namespaces/{NAMESPACE}/pods/{leader}:9090/proxy/metrics"))
-            .body(Vec::new())
-            .expect("a valid request");
+        let request = http::Request::get(format!(
+            "/api/v1/namespaces/{NAMESPACE}/pods/{leader}:9090/proxy/metrics"
+        ))
+        .body(Vec::new())
+        .expect("a valid request");
         client.request_text(request).await.ok()
     };
     let cached = |text: &str| sum_samples(text, "wasm_reconciler_cache_objects", &[]);
@@ -174,7 +184,9 @@ async fn memory_with_cached_objects(
     .await;
     let pod = pods::pod(client, &leader).await.expect("the leader Pod");
     let uid = pod.metadata.uid.clone().expect("a uid");
-    let resident = container_pid(&uid).and_then(resident_bytes).expect("the leader's resident memory");
+    let resident = container_pid(&uid)
+        .and_then(resident_bytes)
+        .expect("the leader's resident memory");
     let request = pod
         .spec
         .as_ref()
@@ -210,8 +222,12 @@ async fn check_pod_spec(client: &kube::Client, name: &str, node: Option<&str>) {
     let spec = pod.spec.as_ref().expect("a Pod has a spec");
     assert_eq!(spec.node_name.as_deref(), node, "the Pod runs on the harness's node");
     let container = &spec.containers[0];
-    let env: BTreeMap<&str, &k8s_openapi::api::core::v1::EnvVar> =
-        container.env.iter().flatten().map(|var| (var.name.as_str(), var)).collect();
+    let env: BTreeMap<&str, &k8s_openapi::api::core::v1::EnvVar> = container
+        .env
+        .iter()
+        .flatten()
+        .map(|var| (var.name.as_str(), var))
+        .collect();
     assert!(!env.contains_key("KUBECONFIG"), "no kubeconfig is given to the host");
     for (variable, field) in [("POD_NAME", "metadata.name"), ("POD_NAMESPACE", "metadata.namespace")] {
         let from = env[variable]
@@ -231,7 +247,10 @@ async fn check_pod_spec(client: &kube::Client, name: &str, node: Option<&str>) {
         .flatten()
         .map(|mount| mount.mount_path.as_str())
         .collect();
-    assert!(mounts.contains("/var/cache/wasm-reconciler"), "the artifact cache is a writable volume");
+    assert!(
+        mounts.contains("/var/cache/wasm-reconciler"),
+        "the artifact cache is a writable volume"
+    );
     // The process really runs as 65532 without capabilities.
     let uid = &pod.metadata.uid.clone().expect("a Pod has a uid");
     let pid = container_pid(uid).expect("the leader's host process is found");
@@ -246,7 +265,11 @@ async fn check_pod_spec(client: &kube::Client, name: &str, node: Option<&str>) {
     assert_eq!(field("Uid:"), "65532 65532 65532 65532");
     assert_eq!(field("CapEff:"), "0000000000000000");
     assert_eq!(field("NoNewPrivs:"), "1");
-    assert_eq!(field("Seccomp:"), "2", "the RuntimeDefault seccomp profile filters system calls");
+    assert_eq!(
+        field("Seccomp:"),
+        "2",
+        "the RuntimeDefault seccomp profile filters system calls"
+    );
 }
 
 /// Every log line, parsed: each must be a JSON object.
@@ -278,7 +301,12 @@ async fn create_set(sets: &Api<DynamicObject>, set: Value) -> anyhow::Result<()>
 
 /// Fetches `path` from the host's metrics Service from a Pod in `namespace`: a busybox Pod (built with the node,
 /// pulled from its registry) runs `wget` against the Service's cluster IP, and its log is the answer.
-async fn fetch_in_cluster(cluster: &Cluster, client: &kube::Client, namespace: &str, path: &str) -> anyhow::Result<String> {
+async fn fetch_in_cluster(
+    cluster: &Cluster,
+    client: &kube::Client,
+    namespace: &str,
+    path: &str,
+) -> anyhow::Result<String> {
     let service: Service = Api::<Service>::namespaced(client.clone(), NAMESPACE)
         .get("wasm-reconciler-metrics")
         .await?;
@@ -388,7 +416,13 @@ async fn rollout_under_churn(
     })
     .await;
     let before: BTreeSet<String> = pods::host_pods(client).await.into_iter().map(|p| p.name).collect();
-    cluster.kubectl_ok(&["-n", NAMESPACE, "rollout", "restart", &format!("deployment/{DEPLOYMENT}")]);
+    cluster.kubectl_ok(&[
+        "-n",
+        NAMESPACE,
+        "rollout",
+        "restart",
+        &format!("deployment/{DEPLOYMENT}"),
+    ]);
     let restarted = Instant::now();
     cluster.kubectl_ok(&[
         "-n",
@@ -499,7 +533,10 @@ async fn wait_sets(client: &kube::Client, namespace: &str, fates: &BTreeMap<Stri
         let Err(why) = sets_settled(&sets, &config_maps, fates).await else {
             return;
         };
-        assert!(Instant::now() < deadline, "the sets of {namespace} did not settle in {timeout:?}: {why}");
+        assert!(
+            Instant::now() < deadline,
+            "the sets of {namespace} did not settle in {timeout:?}: {why}"
+        );
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }
@@ -511,7 +548,10 @@ async fn sets_settled(
     fates: &BTreeMap<String, Fate>,
 ) -> Result<(), String> {
     let listed = sets.list(&ListParams::default()).await.map_err(|e| e.to_string())?;
-    let children = config_maps.list(&ListParams::default()).await.map_err(|e| e.to_string())?;
+    let children = config_maps
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| e.to_string())?;
     let mut by_set: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     for child in children.items {
         let owner = child
@@ -543,17 +583,24 @@ async fn sets_settled(
         }
         let value = serde_json::to_value(&set).map_err(|e| e.to_string())?;
         let replicas = value["spec"]["replicas"].as_u64().unwrap_or_default();
-        let greeting = value["spec"]["template"]["data"]["greeting"].as_str().unwrap_or_default();
+        let greeting = value["spec"]["template"]["data"]["greeting"]
+            .as_str()
+            .unwrap_or_default();
         if let Some(Fate::Exists {
             replicas: want,
             greeting: wanted,
         }) = fates.get(&name)
             && (*want != replicas || wanted != greeting)
         {
-            return Err(format!("{name} has spec {replicas}/{greeting}, the churn left {want}/{wanted}"));
+            return Err(format!(
+                "{name} has spec {replicas}/{greeting}, the churn left {want}/{wanted}"
+            ));
         }
         if !set_ready_with(&value, replicas) {
-            return Err(format!("{name} is not Ready with {replicas} replicas: {}", value["status"]));
+            return Err(format!(
+                "{name} is not Ready with {replicas} replicas: {}",
+                value["status"]
+            ));
         }
         let mut expected: Vec<(String, String)> = (0..replicas)
             .map(|index| (format!("{name}-{index}"), greeting.to_owned()))

@@ -33,10 +33,7 @@ pub const BUSYBOX: &str = "localhost:5000/busybox:kube-harness";
 /// The cache `deploy/image/build.sh` and `tests/kube/build.sh` write to.
 fn cache_dir() -> PathBuf {
     std::env::var_os("WASM_RECONCILER_CACHE").map_or_else(
-        || {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
-                .join(".cache/wasm-reconciler")
-        },
+        || PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/wasm-reconciler"),
         PathBuf::from,
     )
 }

@@ -82,13 +82,17 @@ async fn probes_are_evaluated_by_the_kubelet() -> anyhow::Result<()> {
     assert_eq!(lease_holder(&client).await.as_deref(), Some(leader.as_str()));
     let granted = Instant::now();
     kubectl_apply_stdin(&cluster.kubeconfig, ECHO_RBAC)?;
-    wait_for(PROBED, "the leader to be Ready again once RBAC grants the kinds", || async {
-        host_pods(&client)
-            .await
-            .iter()
-            .any(|p| p.name == leader && p.ready)
-            .then_some(())
-    })
+    wait_for(
+        PROBED,
+        "the leader to be Ready again once RBAC grants the kinds",
+        || async {
+            host_pods(&client)
+                .await
+                .iter()
+                .any(|p| p.name == leader && p.ready)
+                .then_some(())
+        },
+    )
     .await;
     println!(
         "in_pod[probes]: Ready again {:.1} s after the grant",
@@ -107,7 +111,9 @@ async fn probes_are_evaluated_by_the_kubelet() -> anyhow::Result<()> {
         .expect("the leader Pod");
     let pid = container_pid(&frozen.uid).expect("the leader's host process");
     let stopped = Instant::now();
-    let status = std::process::Command::new("kill").args(["-STOP", &pid.to_string()]).status()?;
+    let status = std::process::Command::new("kill")
+        .args(["-STOP", &pid.to_string()])
+        .status()?;
     assert!(status.success());
     let successor = wait_for(PROBED, "the standby to take the Lease", || async {
         lease_holder(&client).await.filter(|holder| *holder != leader)
@@ -123,7 +129,11 @@ async fn probes_are_evaluated_by_the_kubelet() -> anyhow::Result<()> {
     })
     .await;
     let restarted = stopped.elapsed().as_secs_f64();
-    assert_ne!(container_pid(&frozen.uid), Some(pid), "a new process runs in the restarted container");
+    assert_ne!(
+        container_pid(&frozen.uid),
+        Some(pid),
+        "a new process runs in the restarted container"
+    );
     let new_leader = wait_leader(&client, install.replicas, PROBED).await;
     assert_eq!(new_leader, successor);
     let previous = pods::logs(&client, &leader, true).await;

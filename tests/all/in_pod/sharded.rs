@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::json;
 
-use crate::audit_log::{self as audit, turn_taking, writers_per_set};
 use super::install::{Install, Mode};
 use super::pods::{host_pods, wait_pods};
 use super::{DEPLOYMENT, Image, NAMESPACE, node_cluster};
+use crate::audit_log::{self as audit, turn_taking, writers_per_set};
 use crate::harness::wait_for;
 use crate::kinds::{configmapset, configmapset_resource, create_namespace, namespaced, set_ready_with};
 use crate::plugin_configmaps::plugin_events;
@@ -59,7 +59,11 @@ async fn sharded_install_converges_and_survives_a_pod_deletion() -> anyhow::Resu
     // Every member is Ready.
     let pods = wait_pods(&client, install.replicas, install.replicas, SETTLE).await;
     wait_for(SETTLE, "the configmapset plugin to load", || async {
-        (!plugin_events(&client, "configmapset", "PluginLoaded").await.ok()?.is_empty()).then_some(())
+        (!plugin_events(&client, "configmapset", "PluginLoaded")
+            .await
+            .ok()?
+            .is_empty())
+        .then_some(())
     })
     .await;
     create_namespace(&client, SHARDED).await?;
@@ -69,9 +73,11 @@ async fn sharded_install_converges_and_survives_a_pod_deletion() -> anyhow::Resu
         let mut set = configmapset(&format!("set-{index:03}"), 1, 1, "sharded");
         set["metadata"]["namespace"] = json!(SHARDED);
         let object: DynamicObject = serde_json::from_value(set)?;
-        wait_for(Duration::from_secs(60), "the ConfigMapSet kind to be served", || async {
-            sets.create(&Default::default(), &object).await.ok().map(drop)
-        })
+        wait_for(
+            Duration::from_secs(60),
+            "the ConfigMapSet kind to be served",
+            || async { sets.create(&Default::default(), &object).await.ok().map(drop) },
+        )
         .await;
     }
     let members: BTreeSet<String> = pods.iter().map(|p| p.name.clone()).collect();

@@ -9,8 +9,8 @@ use wasmtime_wasi_http::p2::bindings::http::types::ErrorCode;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::connect::{self, RequestLimits, Sent};
-use crate::plugin::ClusterReader;
 use super::{Destination, Host, IoClock, OutboundCounters, OutboundPolicy, Scheme};
+use crate::plugin::ClusterReader;
 
 /// A response future as `wasi:http` expects it from [`WasiHttpHooks::send_request`].
 type ResponseFuture = Box<
