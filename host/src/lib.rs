@@ -2,7 +2,8 @@
 //!
 //! The crate is laid out along the data flow, and each module imports only the ones before it:
 //!
-//! 1. [`plugin`]: wasm bytes → a validated, sandboxed, callable plugin;
+//! 1. [`plugin`]: wasm bytes → a validated, sandboxed, callable plugin; [`fixture`]: a world view on disk, what
+//!    `render` feeds a plugin offline;
 //! 2. [`delivery`]: plugin packages from a directory or ConfigMaps, handed to an [`delivery::Installer`];
 //! 3. [`runtime`]: what the host observes and schedules — shared informer caches, the workqueue, world-view
 //!    assembly, dependency tracking from reads;
@@ -15,6 +16,8 @@
 //! 8. [`cli`]: the command line.
 
 pub mod plugin;
+
+pub mod fixture;
 
 pub mod delivery;
 

@@ -15,7 +15,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-pub use render::{RenderError, WorldFixture, render_file};
+pub use crate::fixture::WorldFixture;
+pub use render::{RenderError, render_file};
 pub use run::host_client;
 
 /// Run Kubernetes controllers whose reconcile logic is a WebAssembly component.
