@@ -10,6 +10,7 @@ const GUESTS: &[(&str, &str)] = &[
     ("WEBAPP", "webapp"),
     ("DNSRECORD", "dnsrecord"),
     ("ECHO", "test-guest-echo"),
+    ("FLAWED", "test-guest-flawed"),
     ("CHAOS", "test-guest-chaos"),
     ("DESCRIBE_PANICS", "test-guest-describe-panics"),
     ("FUTURE_WIT", "test-guest-future-wit"),

@@ -1,4 +1,4 @@
-//! World-view fixtures: what the host would observe around one primary, as `render` reads it.
+//! World-view fixtures: what the host would observe around one primary, as `render` and `plugin check` read it.
 //!
 //! A fixture is a YAML (or JSON) document:
 //!

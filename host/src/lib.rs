@@ -3,11 +3,13 @@
 //! The crate is laid out along the data flow, and each module imports only the ones before it:
 //!
 //! 1. [`plugin`]: wasm bytes → a validated, sandboxed, callable plugin; [`fixture`]: a world view on disk, what
-//!    `render` feeds a plugin offline;
+//!    `render` and `plugin check` feed a plugin offline;
 //! 2. [`delivery`]: plugin packages from a directory or ConfigMaps, handed to an [`delivery::Installer`];
 //! 3. [`runtime`]: what the host observes and schedules — shared informer caches, the workqueue, world-view
 //!    assembly, dependency tracking from reads;
 //! 4. [`apply`]: an outcome → API writes (finalizer, children, status, events), folded back into the caches;
+//!    [`check`]: `plugin check` — a plugin run offline against the embedded API server's object rules and the
+//!    applier's planning, under determinism, stability and spec-mutation oracles;
 //! 5. [`telemetry`]: metrics and health;
 //! 6. [`shard`]: sharded mode — membership Leases, the sharder that places primaries on a consistent-hash ring
 //!    of live replicas, the labels and the drain handshake;
@@ -24,6 +26,8 @@ pub mod delivery;
 pub mod runtime;
 
 pub mod apply;
+
+pub mod check;
 
 pub mod telemetry;
 
