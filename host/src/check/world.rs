@@ -538,11 +538,6 @@ impl World {
         wasm_reconciler_apiserver::gc::collect(&self.cluster);
     }
 
-    /// The primary's generation.
-    pub fn generation(&self) -> Option<i64> {
-        self.primary()?.pointer("/metadata/generation").and_then(Value::as_i64)
-    }
-
     fn write_children(
         &mut self,
         primary: &Value,
@@ -1018,4 +1013,231 @@ fn describe_changes(before: &BTreeMap<String, Value>, after: &BTreeMap<String, V
         }
     }
     changes
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::plugin::Condition;
+
+    const SET: &str = "ex.io/v1";
+
+    fn crd() -> Value {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "sets.ex.io"},
+            "spec": {"group": "ex.io", "scope": "Namespaced",
+                "names": {"kind": "Set", "plural": "sets", "singular": "set", "listKind": "SetList"},
+                "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                        "spec": {"type": "object", "properties": {"replicas": {"type": "integer", "minimum": 0}}},
+                        "status": {"type": "object", "properties": {
+                            "replicas": {"type": "integer"},
+                            "observedGeneration": {"type": "integer"},
+                            "conditions": {"type": "array", "items": {"type": "object",
+                                "x-kubernetes-preserve-unknown-fields": true}}}}}}}}]}
+        })
+    }
+
+    fn world(finalizer: Option<&str>, children: Vec<Value>) -> World {
+        let mut spec = ControllerSpec::new(Gvk::new("ex.io", "v1", "Set")).owns(Gvk::new("", "v1", "ConfigMap"));
+        spec.finalizer = finalizer.map(str::to_owned);
+        let setup = Arc::new(Setup {
+            crds: vec![crd()],
+            spec,
+            plugin: "sets".into(),
+            config: "{}".into(),
+        });
+        let start = Start {
+            primary: json!({"apiVersion": SET, "kind": "Set",
+                "metadata": {"name": "s", "namespace": "apps", "uid": "u-fixture"}, "spec": {"replicas": 1}}),
+            children,
+            ..Start::default()
+        };
+        World::new(setup, &start).unwrap()
+    }
+
+    fn config_map(name: &str, data: Value) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
+    }
+
+    fn outcome(children: Option<Vec<Value>>, status: Value) -> Outcome {
+        Outcome {
+            children,
+            status: Some(status),
+            conditions: vec![Condition::status_true("Ready", "Done", "all there")],
+            ..Outcome::default()
+        }
+    }
+
+    #[test]
+    fn an_outcome_is_applied_as_the_host_applies_it() {
+        let mut world = world(None, Vec::new());
+        assert_eq!(
+            world.primary().unwrap()["metadata"]["uid"],
+            "u-fixture",
+            "the fixture's uid is kept"
+        );
+        let applied = world.apply(&Ok(outcome(
+            Some(vec![config_map("a", json!({"k": "v"}))]),
+            json!({"replicas": 1}),
+        )));
+        assert!(
+            applied
+                .changes
+                .iter()
+                .any(|change| change.contains("v1/ConfigMap a in apps created")),
+            "{applied:?}"
+        );
+        let children = world.children();
+        assert_eq!(children.len(), 1);
+        assert_eq!(children[0]["metadata"]["namespace"], "apps");
+        assert_eq!(
+            children[0]["metadata"]["ownerReferences"][0],
+            json!({"apiVersion": SET, "kind": "Set", "name": "s", "uid": "u-fixture", "controller": true,
+                "blockOwnerDeletion": true})
+        );
+        let status = &world.primary().unwrap()["status"];
+        assert_eq!(status["replicas"], 1);
+        assert_eq!(status["observedGeneration"], 1);
+        let types: Vec<&Value> = status["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| &c["type"])
+            .collect();
+        assert_eq!(types, [&json!("Ready"), &json!("Reconciled")]);
+
+        // The same outcome again changes nothing and writes nothing.
+        let again = world.apply(&Ok(outcome(
+            Some(vec![config_map("a", json!({"k": "v"}))]),
+            json!({"replicas": 1}),
+        )));
+        assert!(again.changes.is_empty() && again.idle_writes.is_empty(), "{again:?}");
+        // An empty set prunes; "leave children alone" keeps.
+        world.apply(&Ok(outcome(None, json!({"replicas": 1}))));
+        assert_eq!(world.children().len(), 1);
+        world.apply(&Ok(outcome(Some(Vec::new()), json!({"replicas": 0}))));
+        assert!(world.children().is_empty());
+    }
+
+    #[test]
+    fn a_field_the_plugin_stops_sending_is_removed_by_server_side_apply() {
+        let mut world = world(None, Vec::new());
+        world.apply(&Ok(outcome(
+            Some(vec![config_map("a", json!({"k": "v", "old": "x"}))]),
+            json!({}),
+        )));
+        world.apply(&Ok(outcome(Some(vec![config_map("a", json!({"k": "v"}))]), json!({}))));
+        assert_eq!(world.children()[0]["data"], json!({"k": "v"}));
+    }
+
+    #[test]
+    fn fixture_children_are_adopted_and_their_foreign_fields_kept() {
+        let observed = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "apps",
+            "uid": "u-old", "ownerReferences": [{"apiVersion": SET, "kind": "Set", "name": "s", "uid": "u-fixture",
+            "controller": true}], "labels": {"team": "x"}}, "data": {"k": "stale"}});
+        let mut world = world(None, vec![observed]);
+        assert_eq!(world.children().len(), 1, "the fixture's child is the primary's");
+        world.apply(&Ok(outcome(Some(vec![config_map("a", json!({"k": "v"}))]), json!({}))));
+        let child = &world.children()[0];
+        assert_eq!(child["data"]["k"], "v");
+        assert_eq!(
+            child["metadata"]["labels"]["team"], "x",
+            "a field someone else set stays"
+        );
+    }
+
+    #[test]
+    fn a_status_field_outside_the_schema_is_an_idle_write_and_an_error_is_recorded() {
+        let mut world = world(None, Vec::new());
+        let applied = world.apply(&Ok(outcome(Some(Vec::new()), json!({"replicas": 1, "extra": true}))));
+        assert!(applied.idle_writes[0].contains(".extra: true vs absent"), "{applied:?}");
+        let failed = world.apply(&Err(ReconcileError::Plugin("no".into())));
+        assert!(!failed.changes.is_empty());
+        let status = world.primary().unwrap()["status"].clone();
+        let reconciled = status["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == "Reconciled")
+            .unwrap();
+        assert_eq!(
+            (reconciled["status"].as_str(), reconciled["reason"].as_str()),
+            (Some("False"), Some("PluginError"))
+        );
+    }
+
+    #[test]
+    fn the_finalizer_is_added_first_and_removed_once_finalized() {
+        let mut world = world(Some("ex.io/cleanup"), Vec::new());
+        assert_eq!(world.prepare(), Some(FinalizerState::Apply));
+        assert_eq!(
+            world.primary().unwrap()["metadata"]["finalizers"],
+            json!(["ex.io/cleanup"])
+        );
+        world.apply(&Ok(outcome(Some(vec![config_map("a", json!({}))]), json!({}))));
+        world.delete_primary();
+        assert_eq!(world.prepare(), Some(FinalizerState::Cleanup));
+        assert!(world.view().unwrap().0.deleting);
+        world.apply(&Ok(Outcome {
+            finalized: true,
+            ..outcome(Some(Vec::new()), json!({}))
+        }));
+        assert!(world.primary().is_none(), "finalized and gone");
+        assert!(world.children().is_empty());
+        assert_eq!(world.prepare(), None);
+    }
+
+    #[test]
+    fn a_spec_is_validated_unless_forced_past_validation() {
+        let mut world = world(None, Vec::new());
+        assert!(
+            world
+                .update_spec(&json!({"replicas": -1}))
+                .unwrap_err()
+                .contains("spec.replicas")
+        );
+        world.update_spec(&json!({"replicas": 2})).unwrap();
+        assert_eq!(world.primary().unwrap()["metadata"]["generation"], 2);
+        world.force_spec(&json!({"replicas": -1}));
+        assert_eq!(world.primary().unwrap()["spec"]["replicas"], -1);
+        // As with validation ratcheting, the status of such an object is still written.
+        let applied = world.apply(&Ok(outcome(Some(Vec::new()), json!({"replicas": 0}))));
+        assert!(applied.refused.is_none(), "{applied:?}");
+        assert_eq!(world.primary().unwrap()["status"]["replicas"], 0);
+    }
+
+    #[test]
+    fn a_fixture_that_does_not_fit_is_refused() {
+        let setup = Arc::new(Setup {
+            crds: vec![crd()],
+            spec: ControllerSpec::new(Gvk::new("ex.io", "v1", "Set")),
+            plugin: "sets".into(),
+            config: "{}".into(),
+        });
+        let other = Start {
+            primary: json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}),
+            ..Start::default()
+        };
+        assert!(
+            World::new(setup.clone(), &other)
+                .unwrap_err()
+                .to_string()
+                .contains("the plugin reconciles")
+        );
+        let deleting = Start {
+            primary: json!({"apiVersion": SET, "kind": "Set", "metadata": {"name": "s"}, "spec": {}}),
+            deleting: true,
+            ..Start::default()
+        };
+        assert!(
+            World::new(setup, &deleting)
+                .unwrap_err()
+                .to_string()
+                .contains("declares no finalizer")
+        );
+    }
 }
