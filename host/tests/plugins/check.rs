@@ -1,11 +1,12 @@
-//! `wasm-reconciler plugin check` as an author runs it: each deliberate bug of the `flawed` test plugin is found with
-//! a sequence that replays it, and bad input is refused with a clear error.
+//! `wasm-reconciler plugin check` as an author runs it: the example plugins pass on their CRDs and fixtures, each
+//! deliberate bug of the `flawed` test plugin is found with a sequence that replays it, and bad input is refused
+//! with a clear error.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
-use wasm_reconciler_artifacts::FLAWED;
+use wasm_reconciler_artifacts::{CONFIGMAPSET, FLAWED, WEBAPP};
 
 fn checkout() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -47,6 +48,63 @@ fn kinds(report: &Value) -> Vec<String> {
         .iter()
         .map(|finding| finding["kind"].as_str().unwrap().to_owned())
         .collect()
+}
+
+fn assert_passes(plugin: &str, component: &str) {
+    let directory = checkout().join("plugins").join(plugin);
+    let (report, passed, stderr) = check(component, &directory.join("crd.yaml"), &directory.join("fixtures"), &[]);
+    assert!(
+        passed && kinds(&report).is_empty(),
+        "{plugin} has findings:\n{}\n{stderr}",
+        serde_json::to_string_pretty(&report["findings"]).unwrap()
+    );
+    let fixtures = report["fixtures"].as_array().unwrap();
+    assert!(fixtures.len() >= 4, "{report}");
+    for fixture in fixtures {
+        assert!(fixture["settledAfter"].as_u64().is_some(), "{fixture}");
+        assert!(fixture["reconciles"].as_u64().unwrap() > 0, "{fixture}");
+    }
+    let mutated: Vec<&Value> = fixtures.iter().filter(|f| f.get("mutationSkipped").is_none()).collect();
+    assert!(!mutated.is_empty(), "{report}");
+    for fixture in mutated {
+        assert!(fixture["singleSequences"].as_u64().unwrap() >= 5, "{fixture}");
+        assert_eq!(fixture["randomSequences"], 12, "{fixture}");
+        assert!(fixture["invalidSpecs"].as_u64().unwrap() >= 2, "{fixture}");
+    }
+}
+
+#[test]
+fn check_passes_the_configmapset_plugin() {
+    assert_passes("configmapset", CONFIGMAPSET);
+}
+
+#[test]
+fn check_passes_the_webapp_plugin() {
+    assert_passes("webapp", WEBAPP);
+}
+
+#[test]
+fn check_passes_the_python_and_typescript_ports_of_configmapset() {
+    // One fixture and a few random sequences: the ports reconcile in milliseconds where Rust takes microseconds, and
+    // their behaviour is held to Rust's outcome by outcome in polyglot.rs.
+    let directory = checkout().join("plugins/configmapset");
+    for component in [
+        wasm_reconciler_artifacts::polyglot(wasm_reconciler_artifacts::CONFIGMAPSET_PY),
+        wasm_reconciler_artifacts::polyglot(wasm_reconciler_artifacts::CONFIGMAPSET_TS),
+    ] {
+        let (report, passed, stderr) = check(
+            component,
+            &directory.join("crd.yaml"),
+            &directory.join("fixtures/steady-state.world.yaml"),
+            &["--sequences", "3"],
+        );
+        assert!(
+            passed && kinds(&report).is_empty(),
+            "{component} has findings:\n{}\n{stderr}",
+            serde_json::to_string_pretty(&report["findings"]).unwrap()
+        );
+        assert!(report["fixtures"][0]["rejectedSteps"].as_u64().unwrap() > 0, "{report}");
+    }
 }
 
 fn flawed_dir() -> PathBuf {
