@@ -130,7 +130,7 @@ impl WasiHttpHooks for OutboundHooks {
             match connect::send(policy, destination.clone(), request, limits).await {
                 Sent::Response(response, driver) => {
                     counters.sent.inc();
-                    if writes {
+                    if writes && response.status().is_success() {
                         counters.writes.inc();
                     }
                     tracing::debug!(%destination, status = response.status().as_u16(), "outbound response");
