@@ -430,7 +430,13 @@ impl Checker<'_> {
             summary.reconciles = self.reconciles - reconciles_before;
             return Ok(summary);
         }
-        let (_, base_settled) = self.fresh_world(input, &spec)?;
+        let (mut base, base_settled) = self.fresh_world(input, &spec)?;
+        let base_context = Context {
+            fixture: input.path.clone(),
+            place: "a fresh apply of the fixture's spec, deleted".into(),
+            sequence: None,
+        };
+        self.finish(&mut base, &base_context);
         if !matches!(base_settled.end, Settle::Quiet { .. }) {
             summary.mutation_skipped = Some(format!(
                 "a fresh apply of the fixture's spec does not settle ({})",
