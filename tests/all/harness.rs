@@ -69,7 +69,7 @@ enum Backend {
         server: ApiServer,
         serving: Option<ServingHandle>,
     },
-    Real(RealCluster),
+    Real(Box<RealCluster>),
 }
 
 impl Cluster {
@@ -115,7 +115,7 @@ impl Cluster {
         Ok(Self {
             kubeconfig: real.kubeconfig.clone(),
             url: real.server.clone(),
-            backend: Backend::Real(real),
+            backend: Backend::Real(Box::new(real)),
             dir,
         })
     }

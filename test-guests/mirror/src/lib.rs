@@ -35,10 +35,10 @@ impl Reconciler for Mirror {
         let spec: Spec = serde_json::from_value(view.primary_json()["spec"].clone())?;
         let namespace = view.namespace().map(str::to_owned);
         let Some(source) = host::get_json(&config_map(), namespace.as_deref(), &spec.source)? else {
-            return Ok(Outcome::new().condition(Condition::status_false(
+            return Ok(Outcome::new().leave_children_alone().condition(Condition::status_false(
                 "Ready",
                 "SourceMissing",
-                &format!("ConfigMap {} does not exist", spec.source),
+                format!("ConfigMap {} does not exist", spec.source),
             )));
         };
         let data = source["data"].as_object().cloned().unwrap_or_else(Map::new);
@@ -60,7 +60,7 @@ impl Reconciler for Mirror {
             .condition(Condition::status_true(
                 "Ready",
                 "Mirrored",
-                &format!("{} copies of {}", spec.copies, spec.source),
+                format!("{} copies of {}", spec.copies, spec.source),
             )))
     }
 }

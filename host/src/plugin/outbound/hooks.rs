@@ -132,10 +132,17 @@ impl WasiHttpHooks for OutboundHooks {
         };
         let policy = self.policy.clone();
         let counters = self.counters.clone();
+        let writes = !matches!(
+            *request.method(),
+            http::Method::GET | http::Method::HEAD | http::Method::OPTIONS
+        );
         let sending = async move {
             match connect::send(policy, destination.clone(), request, limits).await {
                 Sent::Response(response, driver) => {
                     counters.sent.inc();
+                    if writes && response.status().is_success() {
+                        counters.writes.inc();
+                    }
                     tracing::debug!(%destination, status = response.status().as_u16(), "outbound response");
                     Ok((response, driver))
                 }
