@@ -116,6 +116,7 @@ def tidy(f; $keys): if (f // null) == null then . else (f |= without($keys)) | i
       else . end
   else . end
 | if .kind == "Service" then tidy(.spec.selector; $bookkeeping) else . end
+| if .kind == "PodDisruptionBudget" then tidy(.spec.selector.matchLabels; $bookkeeping) else . end
 | "\(.kind)_\(.metadata.namespace // "cluster")_\(.metadata.name)\t\(tojson)"'
 
 # normalise MANIFEST DIR: one sorted-key JSON file per object, named KIND_NAMESPACE_NAME.json.
