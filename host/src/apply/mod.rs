@@ -468,7 +468,15 @@ impl Applier {
             }
             None => std::borrow::Cow::Borrowed(&child.object),
         };
-        let written = writer::apply(ticket, &api, &self.field_manager, &child.name, &object).await?;
+        let written = match writer::apply(ticket, &api, &self.field_manager, &child.name, &object).await {
+            Ok(written) => written,
+            Err(error) => {
+                if let (WriteError::Conflict { .. }, Some(observed)) = (&error, &observed) {
+                    refresh(cache, &api, &child_key, &observed.meta.uid).await;
+                }
+                return Err(error);
+            }
+        };
         tracing::debug!(child = %child_key, kind = %child.gvk.kind, created, "child applied");
         self.last_applied
             .lock()
@@ -510,19 +518,22 @@ impl Applier {
         if primary.data.get("status") == Some(&status) {
             return Ok(false);
         }
-        let written = writer::write_status(
-            ticket,
-            &self.primary_api(primary),
-            &self.field_manager,
-            &primary.name_any(),
-            primary
-                .metadata
-                .uid
-                .as_deref()
-                .zip(primary.metadata.resource_version.as_deref()),
-            &status,
-        )
-        .await?;
+        let api = self.primary_api(primary);
+        let seen = primary
+            .metadata
+            .uid
+            .as_deref()
+            .zip(primary.metadata.resource_version.as_deref());
+        let written =
+            match writer::write_status(ticket, &api, &self.field_manager, &primary.name_any(), seen, &status).await {
+                Ok(written) => written,
+                Err(error) => {
+                    if let (WriteError::Conflict { .. }, Some((uid, _))) = (&error, seen) {
+                        refresh(&self.primary, &api, &key_of(primary), uid).await;
+                    }
+                    return Err(error);
+                }
+            };
         let seen = same_but_status(&written, primary).then_some(self.writer_id);
         self.primary.record_write(written, seen);
         Ok(true)
@@ -626,6 +637,19 @@ fn same_but_status(written: &DynamicObject, seen: &DynamicObject) -> bool {
         (metadata, data)
     }
     essence(written) == essence(seen)
+}
+
+/// A write was refused because its object moved on since the view (a failed uid or resourceVersion precondition):
+/// the cache is behind the API server. The object is read once and folded in (or its deletion is), so the re-queued
+/// reconcile works from what is stored even while the watch lags, instead of meeting the same conflict again.
+async fn refresh(cache: &KindCache, api: &Api<DynamicObject>, key: &ObjectKey, uid: &str) {
+    match api.get_opt(&key.name).await {
+        Ok(Some(current)) => {
+            cache.record_write(current, None);
+        }
+        Ok(None) => cache.record_delete(key, uid),
+        Err(error) => tracing::debug!(object = %key, error = %error, "could not read an object after a conflict"),
+    }
 }
 
 fn key_of(object: &DynamicObject) -> ObjectKey {
