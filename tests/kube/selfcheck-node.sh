@@ -18,43 +18,10 @@ die() { say "error: $*"; exit 1; }
 bin_dir="$("$here/build.sh")" || die "tests/kube/build.sh failed"
 export PATH="$bin_dir:$PATH"
 
-work="$(mktemp -d)"
-dir="$work/cluster"
+# shellcheck source=tests/kube/checks.sh
+source "$here/checks.sh"
 registry_dir="$work/registry"
-launcher_pid=""
-cleanup() {
-	if [[ -n $launcher_pid ]] && kill -0 "$launcher_pid" 2>/dev/null; then
-		kill -TERM "$launcher_pid"
-		wait "$launcher_pid" 2>/dev/null
-	fi
-	if [[ ${KEEP:-} == 1 ]]; then say "kept $work"; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
 
-passed=0
-failed=0
-check() {
-	local name=$1
-	shift
-	if "$@" >"$work/check.out" 2>&1; then
-		passed=$((passed + 1))
-		printf 'ok     %s\n' "$name"
-	else
-		failed=$((failed + 1))
-		printf 'FAILED %s\n' "$name"
-		sed 's/^/       /' "$work/check.out"
-	fi
-}
-
-# eventually TIMEOUT COMMAND...: retries COMMAND every 0.5 s until it succeeds or TIMEOUT seconds pass.
-eventually() {
-	local deadline=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		((SECONDS < deadline)) || { echo "still failing after the timeout: $*"; return 1; }
-		sleep 0.5
-	done
-}
 
 # The host settings the kubelet changes, as they are before any node runs; they must be back after each stop. When
 # another node run is alive on this machine (a test beside this check), the kubelet's values are in place and the

@@ -585,6 +585,17 @@ impl Cluster {
         if let PatchKind::Apply { force } = kind {
             patching::check_apply_config(request, name, &document)?;
             if self.store.get(&key).is_none() && !request.is_status() {
+                // A uid in the applied object is a precondition: an object that does not exist does not have it (it
+                // was deleted since the caller saw it), so nothing is created. A resourceVersion is ignored here.
+                let uid = object::uid(&document);
+                if !uid.is_empty() {
+                    return Err(ApiError::conflict(
+                        info.subject(name),
+                        &format!(
+                            "uid mismatch: the provided object specified uid {uid}, and no existing object was found"
+                        ),
+                    ));
+                }
                 let mut config = document.clone();
                 check_type_meta(&info, &mut config)?;
                 check_namespace(request, &mut config)?;

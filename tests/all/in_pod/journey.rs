@@ -18,7 +18,7 @@ use super::{DEPLOYMENT, NAMESPACE};
 use crate::audit_log::{self as audit, turn_taking, writers_per_set};
 use crate::harness::{Cluster, wait_for};
 use crate::kinds::{configmapset, configmapset_resource, create_namespace, namespaced, set_ready_with};
-use crate::plugin_configmaps::plugin_events;
+use crate::plugin_configmaps::wait_plugin_loaded;
 use crate::telemetry_probe::sum_samples;
 
 /// How long the kubelet may take to pull, start and make Ready the host Pods.
@@ -86,14 +86,7 @@ pub async fn run(cluster: &Cluster, install: &Install) -> anyhow::Result<()> {
     );
 
     // The plugin delivered as a ConfigMap goes live, and its objects converge.
-    wait_for(CONVERGE, "the configmapset plugin to load", || async {
-        (!plugin_events(&client, "configmapset", "PluginLoaded")
-            .await
-            .ok()?
-            .is_empty())
-        .then_some(())
-    })
-    .await;
+    wait_plugin_loaded(&client, "configmapset", CONVERGE).await;
     create_namespace(&client, DEMO).await?;
     let sets = namespaced(&client, DEMO, &configmapset_resource());
     for index in 0..5 {

@@ -14,7 +14,7 @@ use super::{DEPLOYMENT, Image, NAMESPACE, node_cluster};
 use crate::audit_log::{self as audit, turn_taking, writers_per_set};
 use crate::harness::wait_for;
 use crate::kinds::{configmapset, configmapset_resource, create_namespace, namespaced, set_ready_with};
-use crate::plugin_configmaps::plugin_events;
+use crate::plugin_configmaps::wait_plugin_loaded;
 
 const SETS: usize = 300;
 const SHARDED: &str = "sharded";
@@ -58,14 +58,7 @@ async fn sharded_install_converges_and_survives_a_pod_deletion() -> anyhow::Resu
     ]);
     // Every member is Ready.
     let pods = wait_pods(&client, install.replicas, install.replicas, SETTLE).await;
-    wait_for(SETTLE, "the configmapset plugin to load", || async {
-        (!plugin_events(&client, "configmapset", "PluginLoaded")
-            .await
-            .ok()?
-            .is_empty())
-        .then_some(())
-    })
-    .await;
+    wait_plugin_loaded(&client, "configmapset", SETTLE).await;
     create_namespace(&client, SHARDED).await?;
     let sets = namespaced(&client, SHARDED, &configmapset_resource());
     let started = Instant::now();
