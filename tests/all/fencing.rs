@@ -24,7 +24,7 @@ use crate::kinds::{MIRROR_CRD, create_namespace, mirror_resource, namespaced};
 use crate::leader::holder;
 use crate::mirror::{create_mirrors, wait_mirrored};
 use crate::plugin_configmaps::{HOST_NAMESPACE, apply_config_map, install_crd, packed};
-use crate::request_recorder::RecordingFront;
+use crate::request_recorder::{RecordedRequest, RecordingFront};
 
 const MIRRORS: usize = 30;
 const NAMESPACE: &str = "mirrored";
@@ -101,25 +101,27 @@ impl Identity {
         })
     }
 
-    /// Writes made with these credentials (Leases excluded: renewing and taking them is the election itself) that
-    /// the API server received at or after `since`, as `VERB resource namespace/name`.
-    /// The writes this identity made that reached the API server at or after `since` (leases aside), as
+    /// The writes made with these credentials that reached the API server at or after `since` (Leases excluded:
+    /// renewing and taking them is the election itself), as
     /// `(carried out, refused)`: a request that left the process before it froze (past the fence's check, inside the
     /// HTTP client) reaches the server when it thaws, and must then be refused by its preconditions (the uid and
-    /// resourceVersion of the view). Through the recording front every request counts as carried out.
+    /// resourceVersion of the view).
     pub fn writes_since(&self, cluster: &Cluster, since: Timestamp) -> anyhow::Result<(Vec<String>, Vec<String>)> {
         if let Some(front) = &self.front {
             let since = std::time::SystemTime::from(since);
-            let all = front
+            let (accepted, refused): (Vec<_>, Vec<_>) = front
                 .recording
                 .requests()
                 .into_iter()
                 .filter(|r| matches!(r.method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE"))
                 .filter(|r| !r.path.contains("/leases"))
                 .filter(|r| r.received >= since)
-                .map(|r| format!("{} {}", r.method, r.path))
-                .collect();
-            return Ok((all, Vec::new()));
+                .partition(|r| (200..300).contains(&r.status));
+            let describe = |r: RecordedRequest| format!("{} {} ({})", r.method, r.path, r.status);
+            return Ok((
+                accepted.into_iter().map(describe).collect(),
+                refused.into_iter().map(describe).collect(),
+            ));
         }
         let user = format!("system:serviceaccount:{HOST_NAMESPACE}:{}", self.name);
         let (accepted, refused): (Vec<_>, Vec<_>) = audit_log::writes(&cluster.real().logs.join("audit.log"))?
