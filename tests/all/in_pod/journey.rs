@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::install::{Install, Method, Mode};
 use super::pods::{self, container_pid, resident_bytes, wait_leader, wait_pods};
-use super::{DEPLOYMENT, NAMESPACE};
+use super::{DEPLOYMENT, NAMESPACE, rollout_status};
 use crate::audit_log::{self as audit, turn_taking, writers_per_set};
 use crate::harness::{Cluster, wait_for};
 use crate::kinds::{configmapset, configmapset_resource, create_namespace, namespaced, set_ready_with};
@@ -40,16 +40,9 @@ pub async fn run(cluster: &Cluster, install: &Install) -> anyhow::Result<()> {
     let client = cluster.client().await?;
     let report = |line: String| println!("in_pod[{:?}]: {line}", install.method);
 
-    // The rollout completes although only one replica is ever Ready (the strategy lets it).
+    // The rollout completes: the leader and the standby are both Ready.
     let started = Instant::now();
-    cluster.kubectl_ok(&[
-        "-n",
-        NAMESPACE,
-        "rollout",
-        "status",
-        &format!("deployment/{DEPLOYMENT}"),
-        "--timeout=180s",
-    ]);
+    rollout_status(cluster, 180);
     let leader = wait_leader(&client, install.replicas, ROLLOUT).await;
     report(format!(
         "rollout complete, {leader} leads, {:.1} s after the install",
@@ -417,14 +410,7 @@ async fn rollout_under_churn(
         &format!("deployment/{DEPLOYMENT}"),
     ]);
     let restarted = Instant::now();
-    cluster.kubectl_ok(&[
-        "-n",
-        NAMESPACE,
-        "rollout",
-        "status",
-        &format!("deployment/{DEPLOYMENT}"),
-        "--timeout=300s",
-    ]);
+    rollout_status(cluster, 300);
     let leader = wait_leader(client, install.replicas, ROLLOUT).await;
     let rolled = restarted.elapsed().as_secs_f64();
     assert!(!before.contains(&leader), "the new leader is one of the new Pods");

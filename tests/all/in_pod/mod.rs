@@ -74,6 +74,19 @@ impl Image {
     }
 }
 
+/// Waits, as a user does with `kubectl rollout status`, until the host's Deployment has rolled out (panics after
+/// `timeout_seconds`).
+pub fn rollout_status(cluster: &Cluster, timeout_seconds: u32) {
+    cluster.kubectl_ok(&[
+        "-n",
+        NAMESPACE,
+        "rollout",
+        "status",
+        &format!("deployment/{DEPLOYMENT}"),
+        &format!("--timeout={timeout_seconds}s"),
+    ]);
+}
+
 /// A real control plane with a node whose container runtime pulls from the registry `make image` pushed to.
 pub async fn node_cluster() -> anyhow::Result<Cluster> {
     Cluster::start_real_with(&RealOptions {

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::install::{Install, Mode};
 use super::pods::{host_pods, wait_pods};
-use super::{DEPLOYMENT, Image, NAMESPACE, node_cluster};
+use super::{Image, NAMESPACE, node_cluster, rollout_status};
 use crate::audit_log::{self as audit, turn_taking, writers_per_set};
 use crate::harness::wait_for;
 use crate::kinds::{configmapset, configmapset_resource, create_namespace, namespaced, set_ready_with};
@@ -48,14 +48,7 @@ async fn sharded_install_converges_and_survives_a_pod_deletion() -> anyhow::Resu
     let cluster = node_cluster().await?;
     let install = Install::kustomize(&cluster, &image, Mode::Sharded)?;
     let client = cluster.client().await?;
-    cluster.kubectl_ok(&[
-        "-n",
-        NAMESPACE,
-        "rollout",
-        "status",
-        &format!("deployment/{DEPLOYMENT}"),
-        "--timeout=180s",
-    ]);
+    rollout_status(&cluster, 180);
     // Every member is Ready.
     let pods = wait_pods(&client, install.replicas, install.replicas, SETTLE).await;
     wait_plugin_loaded(&client, "configmapset", SETTLE).await;
