@@ -58,6 +58,7 @@ dev: plugins polyglot build
 # compiles the tests as well (see HOST_BUILD), and the test runs, the real-server e2e run included, reuse it.
 test: toolchain test-tools polyglot kube-harness helm-check image
 	$(CARGO) fmt --all -- --check
+	python3 apiserver/tools/builtin_openapi.py --check
 	$(CARGO) clippy --workspace --all-targets $(TEST_FEATURES) -- -D warnings
 	$(MAKE) --no-print-directory unused-deps
 	@mkdir -p $(CARGO_TARGET_DIR)
@@ -196,7 +197,7 @@ clean-dev:
 REAL_CLUSTER_ARGS ?=
 REAL_NODE_ARGS ?=
 
-.PHONY: kube-harness real-cluster real-node
+.PHONY: kube-harness real-cluster real-node dev-real
 ## kube-harness: build the real control plane and node (cached under ~/.cache/wasm-reconciler/kube), test the
 ## launcher's Go packages and run its self-checks (the control plane, then the node).
 kube-harness: test-tools
@@ -204,6 +205,12 @@ kube-harness: test-tools
 	cd tests/kube && go test ./internal/...
 	tests/kube/selfcheck.sh
 	tests/kube/selfcheck-node.sh
+
+## dev-real: `make dev` on a real kube-apiserver, etcd and kube-controller-manager (built from Go modules by
+## tests/kube/build.sh on first use, then cached): the same plugin directory, hot reload, CRDs and kubeconfig.
+dev-real:
+	@bin_dir="$$(tests/kube/build.sh)"; \
+	$(MAKE) --no-print-directory dev DEV_ARGS="--server real --kube-harness $$bin_dir/kube-harness $(DEV_ARGS)"
 
 ## real-cluster: a real Kubernetes control plane on .dev/real-cluster, in the foreground (Ctrl-C stops it; REAL_CLUSTER_ARGS="--fresh" etc.).
 real-cluster:

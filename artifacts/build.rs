@@ -11,6 +11,7 @@ const GUESTS: &[(&str, &str)] = &[
     ("DNSRECORD", "dnsrecord"),
     ("ECHO", "test-guest-echo"),
     ("MIRROR", "test-guest-mirror"),
+    ("FLAWED", "test-guest-flawed"),
     ("CHAOS", "test-guest-chaos"),
     ("DESCRIBE_PANICS", "test-guest-describe-panics"),
     ("FUTURE_WIT", "test-guest-future-wit"),

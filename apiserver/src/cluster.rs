@@ -50,6 +50,20 @@ pub struct Cluster {
     pub settings: Settings,
     /// Wakes the garbage collector.
     pub collector_wakeup: Arc<Notify>,
+    /// The PEM certificate published as `kube-root-ca.crt` (None when it could not be made).
+    root_ca: Option<String>,
+}
+
+/// A self-signed CA certificate for the `kube-root-ca.crt` ConfigMaps. The server speaks plain HTTP on loopback, so
+/// nothing is signed with it; it is there so that workloads and tools that read the ConfigMap find a certificate.
+fn make_root_ca() -> Result<String, rcgen::Error> {
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new())?;
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "wasm-reconciler-apiserver-ca");
+    let key = rcgen::KeyPair::generate()?;
+    Ok(params.self_signed(&key)?.pem())
 }
 
 impl Cluster {
@@ -61,9 +75,17 @@ impl Cluster {
             faults: FaultState::default(),
             settings,
             collector_wakeup: Arc::new(Notify::new()),
+            root_ca: make_root_ca()
+                .inspect_err(|error| tracing::error!(%error, "cannot make the CA certificate of kube-root-ca.crt"))
+                .ok(),
         };
         cluster.refresh_registry();
         cluster
+    }
+
+    /// The CA certificate (PEM) that `kube-root-ca.crt` ConfigMaps carry.
+    pub fn root_ca(&self) -> Option<&str> {
+        self.root_ca.as_deref()
     }
 
     /// The current registry snapshot.

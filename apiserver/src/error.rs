@@ -42,7 +42,7 @@ impl Subject<'_> {
         }
     }
 
-    fn details(&self) -> Value {
+    pub(crate) fn details(&self) -> Value {
         let mut details = Map::new();
         if !self.name.is_empty() {
             details.insert("name".into(), Value::String(self.name.to_string()));

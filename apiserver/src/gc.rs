@@ -1,5 +1,7 @@
 //! Background controllers the API server itself needs: the garbage collector (owner references,
-//! `orphan` and `foregroundDeletion` finalizers), namespace termination, and CRD instance cleanup.
+//! `orphan` and `foregroundDeletion` finalizers), namespace termination with its `NamespaceDeletion*`
+//! conditions, the `kube-root-ca.crt` ConfigMap and `default` ServiceAccount of every namespace, and CRD instance
+//! cleanup.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
@@ -47,6 +49,7 @@ struct OwnerState {
 /// One pass of every controller.
 pub fn collect(cluster: &Cluster) {
     terminate_namespaces(cluster);
+    publish_namespace_defaults(cluster);
     clean_up_crds(cluster);
     collect_garbage(cluster);
 }
@@ -84,6 +87,90 @@ fn update_quietly(cluster: &Cluster, key: &ObjectKey, change: impl FnOnce(&mut V
     }
 }
 
+/// The namespace condition types, in the order the namespace controller writes them.
+const NAMESPACE_CONDITIONS: [(&str, &str, &str); 5] = [
+    (
+        "NamespaceDeletionDiscoveryFailure",
+        "ResourcesDiscovered",
+        "All resources successfully discovered",
+    ),
+    (
+        "NamespaceDeletionGroupVersionParsingFailure",
+        "ParsedGroupVersions",
+        "All legacy kube types successfully parsed",
+    ),
+    (
+        "NamespaceDeletionContentFailure",
+        "ContentDeleted",
+        "All content successfully deleted, may be waiting on finalization",
+    ),
+    (
+        "NamespaceContentRemaining",
+        "ContentRemoved",
+        "All content successfully removed",
+    ),
+    (
+        "NamespaceFinalizersRemaining",
+        "ContentHasNoFinalizers",
+        "All content-preserving finalizers finished",
+    ),
+];
+
+/// The namespace controller's conditions for what remains: per resource (`configmaps.` for the core group,
+/// `widgets.example.com`) and per finalizer, as counts of objects.
+fn namespace_conditions(
+    current: Option<&Value>,
+    remaining: &std::collections::BTreeMap<String, usize>,
+    finalizers: &std::collections::BTreeMap<String, usize>,
+) -> Vec<Value> {
+    let now = object::now_rfc3339();
+    let current: Vec<Value> = current.and_then(Value::as_array).cloned().unwrap_or_default();
+    NAMESPACE_CONDITIONS
+        .iter()
+        .map(|(kind, ok_reason, ok_message)| {
+            let (status, reason, message) = match *kind {
+                "NamespaceContentRemaining" if !remaining.is_empty() => {
+                    let mut parts: Vec<String> = remaining
+                        .iter()
+                        .map(|(resource, count)| format!("{resource} has {count} resource instances"))
+                        .collect();
+                    parts.sort();
+                    (
+                        "True",
+                        "SomeResourcesRemain",
+                        format!("Some resources are remaining: {}", parts.join(", ")),
+                    )
+                }
+                "NamespaceFinalizersRemaining" if !finalizers.is_empty() => {
+                    let mut parts: Vec<String> = finalizers
+                        .iter()
+                        .map(|(finalizer, count)| format!("{finalizer} in {count} resource instances"))
+                        .collect();
+                    parts.sort();
+                    (
+                        "True",
+                        "SomeFinalizersRemain",
+                        format!(
+                            "Some content in the namespace has finalizers remaining: {}",
+                            parts.join(", ")
+                        ),
+                    )
+                }
+                _ => ("False", *ok_reason, ok_message.to_string()),
+            };
+            let previous = current
+                .iter()
+                .find(|c| c.get("type").and_then(Value::as_str) == Some(kind));
+            // lastTransitionTime moves only when the status changes.
+            let since = previous
+                .filter(|p| p.get("status").and_then(Value::as_str) == Some(status))
+                .and_then(|p| p.get("lastTransitionTime").cloned())
+                .unwrap_or_else(|| json!(now));
+            json!({"type": kind, "status": status, "lastTransitionTime": since, "reason": reason, "message": message})
+        })
+        .collect()
+}
+
 fn terminate_namespaces(cluster: &Cluster) {
     let namespaces = cluster
         .store
@@ -94,19 +181,54 @@ fn terminate_namespaces(cluster: &Cluster) {
     let registry = cluster.registry();
     for namespace in namespaces.items {
         let name = object::name(&namespace).to_string();
-        let mut remaining = 0;
+        let mut remaining: std::collections::BTreeMap<String, usize> = Default::default();
+        let mut finalizers: std::collections::BTreeMap<String, usize> = Default::default();
         for info in registry.storage_resources().iter().filter(|i| i.namespaced) {
             let page = cluster.store.list(&info.storage, Some(&name), None, None, &|_| true);
-            for item in page.items {
-                remaining += 1;
-                if !object::is_deleting(&item) {
-                    delete_quietly(cluster, info, &name, object::name(&item), Propagation::Background);
+            for item in &page.items {
+                if !object::is_deleting(item) {
+                    delete_quietly(cluster, info, &name, object::name(item), Propagation::Background);
+                }
+            }
+            // What is left after this pass: objects held by finalizers.
+            let left = cluster.store.list(&info.storage, Some(&name), None, None, &|_| true);
+            if left.items.is_empty() {
+                continue;
+            }
+            *remaining.entry(format!("{}.{}", info.plural, info.group)).or_default() += left.items.len();
+            for item in &left.items {
+                for finalizer in object::finalizers(item) {
+                    *finalizers.entry(finalizer).or_default() += 1;
                 }
             }
         }
-        if remaining == 0 {
+        let key = ObjectKey::new(&namespaces_storage(), "", &name);
+        let namespaces = registry.lookup("", "v1", "namespaces");
+        update_quietly(cluster, &key, |ns| {
+            let conditions = namespace_conditions(object::path(ns, &["status", "conditions"]), &remaining, &finalizers);
+            if object::path(ns, &["status", "conditions"]) == Some(&json!(conditions)) {
+                return false;
+            }
+            let before = ns.clone();
+            object::ensure_object(ns, &["status"]).insert("conditions".into(), json!(conditions));
+            // The namespace controller writes its conditions through /status, as kube-controller-manager.
+            if let Some(info) = &namespaces {
+                let options = UpdateOptions {
+                    manager: "kube-controller-manager".into(),
+                    ty: &info.field_type,
+                    api_version: info.api_version(),
+                    kind: info.kind.clone(),
+                    subresource: Some("status".into()),
+                    time: object::now_rfc3339(),
+                    ignored_fields: FieldSet::new(),
+                };
+                *ns = record_update(Some(&before), ns, &options);
+            }
+            true
+        });
+        if remaining.is_empty() {
             tracing::debug!(namespace = %name, "namespace empty, finalizing");
-            update_quietly(cluster, &ObjectKey::new(&namespaces_storage(), "", &name), |ns| {
+            update_quietly(cluster, &key, |ns| {
                 let mut finalizers = object::string_list(object::path(ns, &["spec", "finalizers"]));
                 let before = finalizers.len();
                 finalizers.retain(|f| f != "kubernetes");
@@ -121,6 +243,69 @@ fn terminate_namespaces(cluster: &Cluster) {
                 true
             });
         }
+    }
+}
+
+/// The description the root CA publisher puts on `kube-root-ca.crt`.
+const ROOT_CA_DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
+
+/// What kube-controller-manager's root CA publisher and service account controller keep in every active
+/// namespace: the `kube-root-ca.crt` ConfigMap (the server's CA) and the `default` ServiceAccount.
+fn publish_namespace_defaults(cluster: &Cluster) {
+    let namespaces = cluster
+        .store
+        .list(&namespaces_storage(), None, None, None, &|ns| !object::is_deleting(ns));
+    for namespace in namespaces.items {
+        let name = object::name(&namespace);
+        let now = object::now_rfc3339();
+        if let Some(ca) = cluster.root_ca() {
+            create_if_missing(
+                cluster,
+                &ObjectKey::new(
+                    &crate::registry::StorageId::from("/configmaps"),
+                    name,
+                    "kube-root-ca.crt",
+                ),
+                json!({
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {
+                        "name": "kube-root-ca.crt",
+                        "namespace": name,
+                        "uid": uuid::Uuid::new_v4().to_string(),
+                        "creationTimestamp": now,
+                        "annotations": {"kubernetes.io/description": ROOT_CA_DESCRIPTION},
+                    },
+                    "data": {"ca.crt": ca},
+                }),
+            );
+        }
+        create_if_missing(
+            cluster,
+            &ObjectKey::new(&crate::registry::StorageId::from("/serviceaccounts"), name, "default"),
+            json!({
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {
+                    "name": "default",
+                    "namespace": name,
+                    "uid": uuid::Uuid::new_v4().to_string(),
+                    "creationTimestamp": now,
+                },
+            }),
+        );
+    }
+}
+
+fn create_if_missing(cluster: &Cluster, key: &ObjectKey, object: Value) {
+    let result = cluster.store.write(key, false, |current, _| {
+        Ok(match current {
+            Some(existing) => Change::Unchanged(existing.clone()),
+            None => Change::Create(object),
+        })
+    });
+    if let Err(error) = result {
+        tracing::warn!(%error, namespace = %key.namespace, name = %key.name, "cannot publish a namespace default");
     }
 }
 

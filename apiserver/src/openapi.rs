@@ -1,6 +1,7 @@
 //! OpenAPI documents for kubectl: a minimal v2 document (protobuf) and per-group-version v3 documents
 //! whose PATCH operations declare `fieldValidation` (so kubectl validates on the server) and whose
-//! schemas carry `x-kubernetes-group-version-kind` (so `kubectl explain` finds them).
+//! schemas carry `x-kubernetes-group-version-kind` (so `kubectl explain` finds them): the schemas
+//! Kubernetes publishes for built-in kinds, a CRD's own schema for custom ones.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
@@ -219,8 +220,16 @@ pub fn v3_document(registry: &Registry, group: &str, version: &str) -> Option<Va
     let mut paths = Map::new();
     let mut schemas = Map::new();
     schemas.insert(OBJECT_META.into(), object_meta_schema());
-    for info in resources {
+    for info in &resources {
         schemas.insert(schema_name(info), kind_schema(info));
+    }
+    // Built-in kinds are described by the schemas Kubernetes publishes (`kubectl explain deployment.spec`).
+    if let Some(published) = crate::registry::openapi_schemas::all().get(&(group.to_string(), version.to_string())) {
+        for (name, schema) in &published.schemas {
+            schemas.insert(name.clone(), schema.clone());
+        }
+    }
+    for info in resources {
         let base = if info.namespaced {
             format!("{prefix}/namespaces/{{namespace}}/{}", info.plural)
         } else {

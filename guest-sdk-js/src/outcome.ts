@@ -9,13 +9,29 @@ import { PluginError } from "./error.js";
 import type { Event } from "./event.js";
 import { isObject, type JsonObject } from "./json.js";
 
+/** The error of an outcome that both declares children and leaves them alone. */
+const BOTH_CHOICES = "the outcome both declares desired children and leaves children alone: choose one";
+
+/**
+ * The refusal of an outcome of a plugin owning kinds that did not say what to do with its children (worded as in
+ * the Rust and Python SDKs, with this SDK's names of the two calls).
+ */
+export const UNDECIDED_CHILDREN =
+  "the outcome does not say what to do with the owned children: declare the complete desired set with " +
+  "children(...) (an empty set deletes them all) or call leaveChildrenAlone()";
+
 /**
  * The desired state for one primary object, built with chained calls.
  *
- * **Children.** An outcome carries either "leave children alone" (the default) or the *complete* desired set
- * of children. The first `child`, `children` or `deleteAllChildren` call switches it to a desired set, and the
- * host then deletes every owned child not in it — so a plugin managing children adds all of them on every
- * reconcile. A child is an object with `apiVersion`, `kind` and `metadata.name`; the host fills in the
+ * **Children: a complete set, or leave them alone — say which.** A plugin that owns kinds makes one of two
+ * choices in every outcome, explicitly: `children` declares the *complete* desired set, also when it is empty
+ * (the host applies each child and deletes every owned child not in it; `child` adds one child to that set,
+ * `deleteAllChildren` declares it empty), or `leaveChildrenAlone` keeps the observed children as they are. An
+ * outcome that made neither choice (`new Outcome()` with no `child` call, as after a `child` loop that ran zero
+ * times) is refused when it is handed to the host of a plugin that owns kinds, with a message naming both calls,
+ * rather than silently keeping children the plugin no longer wants. Build a set that comes from a loop with
+ * `children(...)`. A plugin that owns no kind needs neither call; making both choices in one outcome throws
+ * `PluginError`. A child is an object with `apiVersion`, `kind` and `metadata.name`; the host fills in the
  * namespace and the ownerReference. Inside children and status, a `Map` is written as a JSON object in its
  * insertion order (see `toJsonText`).
  *
@@ -26,26 +42,38 @@ import { isObject, type JsonObject } from "./json.js";
  *   .condition(Condition.statusTrue("Ready", "Synced", "all children applied"))
  *   .event(Event.normal("Created", "created ConfigMap app"))
  *   .requeueAfter(30_000);
+ * new Outcome().children(replicas.map(build)); // the complete set, also when replicas is empty
+ * new Outcome().leaveChildrenAlone().condition(Condition.statusFalse("Ready", "Waiting", "no Secret yet"));
  * ```
  */
 export class Outcome {
   #children: JsonObject[] | null = null;
+  #leaveChildrenAlone = false;
   #status: JsonObject | null = null;
   readonly #conditions: Condition[] = [];
   readonly #events: Event[] = [];
   #requeueAfterMs: number | null = null;
   #finalized = false;
 
-  /** Adds one desired child; throws `PluginError` when it has no `apiVersion`, `kind` or `metadata.name`. */
+  /**
+   * Adds one desired child to the complete desired set; throws `PluginError` when it has no `apiVersion`, `kind` or
+   * `metadata.name`. For children built in a loop prefer `children`: a loop of `child` calls that runs zero times
+   * declares nothing.
+   */
   child(child: JsonObject): this {
+    this.#checkNotLeftAlone();
     const children = (this.#children ??= []);
     checkChild(child, children.length);
     children.push(child);
     return this;
   }
 
-  /** Adds desired children; declares a desired set even when empty (which deletes every owned child). */
+  /**
+   * Declares the complete desired set of children, adding to children already added; declares the set even when
+   * empty (which deletes every owned child).
+   */
   children(children: Iterable<JsonObject>): this {
+    this.#checkNotLeftAlone();
     this.#children ??= [];
     for (const child of children) {
       this.child(child);
@@ -53,9 +81,22 @@ export class Outcome {
     return this;
   }
 
-  /** Declares an empty desired set: the host deletes every owned child. */
+  /** Declares an empty desired set: the host deletes every owned child. Children added before are dropped. */
   deleteAllChildren(): this {
+    this.#checkNotLeftAlone();
     this.#children = [];
+    return this;
+  }
+
+  /**
+   * Leaves the observed children as they are: nothing is applied and nothing is deleted (the host still writes the
+   * status, conditions and events of this outcome).
+   */
+  leaveChildrenAlone(): this {
+    if (this.#children !== null) {
+      throw new PluginError(BOTH_CHOICES);
+    }
+    this.#leaveChildrenAlone = true;
     return this;
   }
 
@@ -98,9 +139,14 @@ export class Outcome {
     return this;
   }
 
-  /** The desired children; `null` means "leave children alone". */
+  /** The desired children; `null` when the outcome leaves children alone or has not said. */
   get desiredChildren(): readonly JsonObject[] | null {
     return this.#children === null ? null : [...this.#children];
+  }
+
+  /** Whether `leaveChildrenAlone` was called. */
+  get leavesChildrenAlone(): boolean {
+    return this.#leaveChildrenAlone;
   }
 
   /** The status to merge, if any. */
@@ -131,6 +177,12 @@ export class Outcome {
   /** Whether cleanup was declared complete. */
   get isFinalized(): boolean {
     return this.#finalized;
+  }
+
+  #checkNotLeftAlone(): void {
+    if (this.#leaveChildrenAlone) {
+      throw new PluginError(BOTH_CHOICES);
+    }
   }
 }
 

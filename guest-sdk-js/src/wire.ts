@@ -10,7 +10,7 @@ import type { WitCondition, WitControllerSpec, WitEvent, WitGvk, WitOutcome, Wit
 import { errorMessage, PluginError } from "./error.js";
 import type { Gvk } from "./gvk.js";
 import { isObject, type JsonObject, toJsonText } from "./json.js";
-import { Outcome } from "./outcome.js";
+import { Outcome, UNDECIDED_CHILDREN } from "./outcome.js";
 import type { Reconciler } from "./reconciler.js";
 import { WorldView } from "./worldView.js";
 
@@ -36,14 +36,18 @@ export function describe(reconciler: Reconciler): WitControllerSpec {
 
 /**
  * Parses a wire view, calls `reconciler.reconcile`, and converts the outcome to its wire form. Throws
- * `ReconcileFailed` with the message the host records: a malformed view, anything the plugin threw, or an
- * outcome that cannot be encoded.
+ * `ReconcileFailed` with the message the host records: a malformed view, anything the plugin threw, an outcome
+ * that cannot be encoded, or one that does not say what to do with children when the plugin owns kinds (see
+ * `Outcome`).
  */
 export function reconcile(reconciler: Reconciler, view: WitWorldView): WitOutcome {
   try {
     const outcome = reconciler.reconcile(parseView(view));
     if (!(outcome instanceof Outcome)) {
       throw new PluginError("reconcile did not return an Outcome");
+    }
+    if (outcome.desiredChildren === null && !outcome.leavesChildrenAlone && reconciler.describe().ownedKinds.length > 0) {
+      throw new PluginError(UNDECIDED_CHILDREN);
     }
     return encodeOutcome(outcome);
   } catch (failure) {

@@ -127,10 +127,24 @@ describe("WorldView", () => {
 });
 
 describe("Outcome", () => {
-  it("leaves children alone by default and declares a set on first child", () => {
-    assert.equal(new Outcome().desiredChildren, null);
+  it("declares a set or leaves children alone, explicitly", () => {
+    const undecided = new Outcome();
+    assert.equal(undecided.desiredChildren, null);
+    assert.equal(undecided.leavesChildrenAlone, false);
     assert.deepEqual(new Outcome().children([]).desiredChildren, []);
     assert.deepEqual(new Outcome().deleteAllChildren().desiredChildren, []);
+    const alone = new Outcome().leaveChildrenAlone();
+    assert.equal(alone.desiredChildren, null);
+    assert.equal(alone.leavesChildrenAlone, true);
+  });
+
+  it("refuses to both declare children and leave them alone", () => {
+    const child = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a" } };
+    const both = { name: "PluginError", message: "the outcome both declares desired children and leaves children alone: choose one" };
+    assert.throws(() => new Outcome().child(child).leaveChildrenAlone(), both);
+    assert.throws(() => new Outcome().leaveChildrenAlone().child(child), both);
+    assert.throws(() => new Outcome().leaveChildrenAlone().children([]), both);
+    assert.throws(() => new Outcome().deleteAllChildren().leaveChildrenAlone(), both);
   });
 
   it("refuses children without kind or name, naming their position", () => {
@@ -189,6 +203,45 @@ describe("wire", () => {
   it("a malformed view is reported before the plugin runs", () => {
     assert.throws(() => wire.reconcile(new Echo(), view({ children: ["{"] })), /^ReconcileFailed: world view: child #0 is not JSON: /);
     assert.throws(() => wire.reconcile(new Echo(), view({ primary: "nope" })), /world view: primary is not JSON: /);
+  });
+
+  it("a plugin owning kinds must say what to do with children", () => {
+    // Owns ConfigMaps and answers as its configuration says: a set, leave alone, or nothing said.
+    const chooser: Reconciler = {
+      describe: () => new ControllerSpec(widget).owns(configMap),
+      reconcile: (worldView) => {
+        const replicas = (worldView.config["replicas"] as number | undefined) ?? 0;
+        const names = Array.from({ length: replicas }, (_, index) => `c-${index}`);
+        const outcome = new Outcome();
+        switch (worldView.config["children"]) {
+          case "loop":
+            for (const name of names) {
+              outcome.child({ apiVersion: "v1", kind: "ConfigMap", metadata: { name } });
+            }
+            break;
+          case "set":
+            outcome.children(names.map((name) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name } })));
+            break;
+          case "alone":
+            outcome.leaveChildrenAlone();
+            break;
+        }
+        return outcome;
+      },
+    };
+    const answer = (children: string, replicas: number) =>
+      wire.reconcile(chooser, view({ config: JSON.stringify({ children, replicas }) }));
+    const undecided = {
+      message:
+        "the outcome does not say what to do with the owned children: declare the complete desired set with " +
+        "children(...) (an empty set deletes them all) or call leaveChildrenAlone()",
+    };
+    assert.equal(answer("loop", 2).children?.length, 2);
+    // Scaling to zero with a `child` loop: refused, where it used to leave the stale children in place.
+    assert.throws(() => answer("loop", 0), undecided);
+    assert.deepEqual(answer("set", 0).children, []);
+    assert.equal(answer("alone", 0).children, null);
+    assert.throws(() => answer("", 0), undecided);
   });
 
   it("an empty config reads as an empty object", () => {

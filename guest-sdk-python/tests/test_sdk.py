@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from wasm_reconciler.build import CONTRACTS, WIT_DIR, bindings_command, componen
 from wasm_reconciler.error import error_message
 from wasm_reconciler.host import Level, RefusedCall
 from wasm_reconciler.testing import MemoryHost, with_host
-from wasm_reconciler.wire import ReconcileFailed, WireWorldView, describe, reconcile
+from wasm_reconciler.wire import ReconcileFailed, WireOutcome, WireWorldView, describe, reconcile
 
 WIDGET = Gvk("example.com", "v1", "Widget")
 CONFIG_MAP = Gvk("", "v1", "ConfigMap")
@@ -115,10 +116,69 @@ def test_world_view_reads_metadata_and_filters_children() -> None:
     assert WorldView({"metadata": {"generation": True}}).generation is None
 
 
-def test_outcome_leaves_children_alone_until_a_set_is_declared() -> None:
-    assert Outcome().desired_children is None
+def test_outcome_declares_a_set_or_leaves_children_alone_explicitly() -> None:
+    undecided = Outcome()
+    assert undecided.desired_children is None and not undecided.leaves_children_alone
     assert Outcome().children([]).desired_children == []
     assert Outcome().delete_all_children().desired_children == []
+    alone = Outcome().leave_children_alone()
+    assert alone.desired_children is None and alone.leaves_children_alone
+
+
+def test_declaring_children_and_leaving_them_alone_is_an_error() -> None:
+    child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
+    both = "^the outcome both declares desired children and leaves children alone: choose one$"
+    with pytest.raises(Error, match=both):
+        Outcome().child(child).leave_children_alone()
+    with pytest.raises(Error, match=both):
+        Outcome().leave_children_alone().child(child)
+    with pytest.raises(Error, match=both):
+        Outcome().leave_children_alone().children([])
+    with pytest.raises(Error, match=both):
+        Outcome().delete_all_children().leave_children_alone()
+
+
+class Chooser(Reconciler):
+    """Owns ConfigMaps and answers as its configuration says: a set, leave alone, or nothing said."""
+
+    def describe(self) -> ControllerSpec:
+        return ControllerSpec(WIDGET, owns=[CONFIG_MAP])
+
+    def reconcile(self, view: WorldView) -> Outcome:
+        replicas = view.config.get("replicas", 0)
+        outcome = Outcome()
+        choice = view.config.get("children")
+        if choice == "loop":
+            for index in range(replicas):
+                outcome.child({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c-{index}"}})
+        elif choice == "set":
+            outcome.children(
+                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c-{index}"}}
+                for index in range(replicas)
+            )
+        elif choice == "alone":
+            outcome.leave_children_alone()
+        return outcome
+
+
+def test_a_plugin_owning_kinds_must_say_what_to_do_with_children() -> None:
+    def answer(children: str, replicas: int) -> WireOutcome:
+        return reconcile(Chooser(), wire_view(config=json.dumps({"children": children, "replicas": replicas})))
+
+    assert len(answer("loop", 2).children or []) == 2
+    undecided = "^" + re.escape(
+        "the outcome does not say what to do with the owned children: declare the complete desired set with "
+        "children(...) (an empty set deletes them all) or call leave_children_alone()"
+    ) + "$"
+    # Scaling to zero with a `child` loop: refused, where it used to leave the stale children in place.
+    with pytest.raises(ReconcileFailed, match=undecided):
+        answer("loop", 0)
+    assert answer("set", 0).children == []
+    assert answer("alone", 0).children is None
+    with pytest.raises(ReconcileFailed, match=undecided):
+        answer("", 0)
+    # A plugin owning no kind needs neither call.
+    assert reconcile(Broken(), wire_view(primary='{"spec": {"replicas": 1}}')).children is None
 
 
 def test_outcome_refuses_children_without_kind_or_name() -> None:

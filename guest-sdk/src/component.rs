@@ -104,6 +104,7 @@ mod tests {
 
         fn reconcile(view: WorldView) -> Result<Outcome, Error> {
             Ok(Outcome::new()
+                .leave_children_alone()
                 .condition(Condition::status_false("Ready", "NotYet", view.name()))
                 .event(Event::normal("Seen", "n"))
                 .requeue_after(std::time::Duration::from_secs(1)))

@@ -11,11 +11,21 @@ use crate::{Condition, Error, Event};
 
 /// The desired state for one primary object, built with chained calls.
 ///
-/// **Children.** The outcome carries either "leave children alone" or the *complete* desired set of
-/// children. It starts as "leave children alone"; the first [`child`](Self::child),
-/// [`children`](Self::children) or [`delete_all_children`](Self::delete_all_children) call switches it to
-/// a desired set, and the host then deletes every owned child not in that set. So a plugin that manages
-/// children must add all of them on every reconcile, not only the changed ones.
+/// **Children: a complete set, or leave them alone — say which.** A plugin that owns kinds answers each
+/// reconcile with one of two choices, and must make it explicitly:
+///
+/// - [`children`](Self::children) declares the *complete* desired set, also when it is empty: the host
+///   applies every child in it and deletes every owned child not in it. [`child`](Self::child) adds one
+///   child to that set, and [`delete_all_children`](Self::delete_all_children) declares it empty. Add
+///   every child you want on every reconcile, not only the changed ones.
+/// - [`leave_children_alone`](Self::leave_children_alone) leaves the observed children as they are.
+///
+/// An outcome that made neither choice (`Outcome::new()` with no `child` call, as after a `child()` loop
+/// that ran zero times) is refused when it is handed to the host of a plugin that owns kinds: the reconcile
+/// fails with a message naming both calls, rather than silently keeping children the plugin no longer
+/// wants. Build a set that comes from a loop with `children(iter)`, which declares the set even when the
+/// iterator is empty. A plugin that owns no kind needs neither call. Declaring children and leaving them
+/// alone in one outcome is a build error.
 ///
 /// k8s-openapi types serialise their `apiVersion` and `kind`; for your own serde types set them yourself.
 /// A child must be a JSON object with `apiVersion`, `kind` and `metadata.name`; the host fills in the
@@ -45,12 +55,20 @@ use crate::{Condition, Error, Event};
 /// let children = outcome.desired_children().unwrap();
 /// assert_eq!(children[0]["kind"], "ConfigMap");
 /// assert_eq!(outcome.requeue_interval(), Some(Duration::from_secs(30)));
-/// assert!(Outcome::new().desired_children().is_none());
+///
+/// // Scaling to zero: `children` declares the empty set, so the host deletes every owned child.
+/// let replicas: Vec<ConfigMap> = Vec::new();
+/// assert_eq!(Outcome::new().children(&replicas).desired_children(), Some(&[][..]));
+/// // Waiting for something: say explicitly that the observed children stay.
+/// let waiting = Outcome::new().leave_children_alone();
+/// assert!(waiting.leaves_children_alone() && waiting.desired_children().is_none());
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct Outcome {
     /// Each desired child as the JSON text handed to the host.
     children: Option<Vec<String>>,
+    /// Whether [`leave_children_alone`](Self::leave_children_alone) was called.
+    leave_children_alone: bool,
     /// The status as JSON text.
     status: Option<String>,
     conditions: Vec<Condition>,
@@ -67,6 +85,7 @@ pub struct Outcome {
 impl PartialEq for Outcome {
     fn eq(&self, other: &Self) -> bool {
         self.children == other.children
+            && self.leave_children_alone == other.leave_children_alone
             && self.status == other.status
             && self.conditions == other.conditions
             && self.events == other.events
@@ -77,15 +96,20 @@ impl PartialEq for Outcome {
 }
 
 impl Outcome {
-    /// An outcome that leaves children alone and reports nothing.
+    /// An outcome that reports nothing and has not yet said what to do with children: call
+    /// [`children`](Self::children) (or [`child`](Self::child)) or
+    /// [`leave_children_alone`](Self::leave_children_alone) if the plugin owns kinds.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Adds one desired child (any serialisable Kubernetes object).
+    /// Adds one desired child (any serialisable Kubernetes object) to the complete desired set.
     ///
-    /// The child is serialised to JSON text here, once; the host parses that text.
+    /// The child is serialised to JSON text here, once; the host parses that text. For children built in a
+    /// loop, prefer [`children`](Self::children): a loop of `child` calls that runs zero times declares
+    /// nothing.
     pub fn child(mut self, child: &impl Serialize) -> Self {
+        self.check_not_left_alone();
         let position = self.children.as_ref().map_or(0, Vec::len);
         let child = serde_json::to_string(child)
             .map_err(Error::from)
@@ -102,22 +126,35 @@ impl Outcome {
         self
     }
 
-    /// Adds desired children, owned or borrowed (`&Vec<ConfigMap>`, `iter().map(build)`, ...). Declares a
-    /// desired set even when `children` is empty, which deletes every owned child.
+    /// Declares the complete desired set of children (owned or borrowed: `&Vec<ConfigMap>`,
+    /// `iter().map(build)`, ...), adding to children already added. Declares the set even when `children` is
+    /// empty, which deletes every owned child.
     pub fn children<I>(mut self, children: I) -> Self
     where
         I: IntoIterator,
         I::Item: Serialize,
     {
+        self.check_not_left_alone();
         self.children.get_or_insert_with(Vec::new);
         self.children_json = OnceCell::new();
         children.into_iter().fold(self, |outcome, child| outcome.child(&child))
     }
 
-    /// Declares an empty desired set: the host deletes every owned child.
+    /// Declares an empty desired set: the host deletes every owned child. Children added before are dropped.
     pub fn delete_all_children(mut self) -> Self {
+        self.check_not_left_alone();
         self.children = Some(Vec::new());
         self.children_json = OnceCell::new();
+        self
+    }
+
+    /// Leaves the observed children as they are: nothing is applied and nothing is deleted (the host still
+    /// writes the status, conditions and events of this outcome).
+    pub fn leave_children_alone(mut self) -> Self {
+        if self.children.is_some() {
+            self.record(Error::msg(BOTH_CHOICES));
+        }
+        self.leave_children_alone = true;
         self
     }
 
@@ -163,7 +200,8 @@ impl Outcome {
         self
     }
 
-    /// The desired children as JSON (built on first use); `None` means "leave children alone".
+    /// The desired children as JSON (built on first use); `None` when the outcome leaves children alone or
+    /// has not said.
     pub fn desired_children(&self) -> Option<&[Value]> {
         self.children_json
             .get_or_init(|| {
@@ -171,6 +209,11 @@ impl Outcome {
                 Some(children.iter().map(|text| parse_own(text)).collect())
             })
             .as_deref()
+    }
+
+    /// Whether [`leave_children_alone`](Self::leave_children_alone) was called.
+    pub fn leaves_children_alone(&self) -> bool {
+        self.leave_children_alone
     }
 
     /// The status to merge as JSON (built on first use), if any.
@@ -217,9 +260,20 @@ impl Outcome {
         self.first_error.get_or_insert(error);
     }
 
-    pub(crate) fn into_parts(self) -> Result<OutcomeParts, Error> {
+    fn check_not_left_alone(&mut self) {
+        if self.leave_children_alone {
+            self.record(Error::msg(BOTH_CHOICES));
+        }
+    }
+
+    /// The parts handed to the host; the first build error instead, or the refusal of an outcome that did not
+    /// say what to do with children when `owns_kinds()` says the plugin owns some.
+    pub(crate) fn into_parts(self, owns_kinds: impl FnOnce() -> bool) -> Result<OutcomeParts, Error> {
         if let Some(error) = self.first_error {
             return Err(error.context("building the outcome"));
+        }
+        if self.children.is_none() && !self.leave_children_alone && owns_kinds() {
+            return Err(Error::msg(UNDECIDED_CHILDREN));
         }
         Ok(OutcomeParts {
             children: self.children,
@@ -231,6 +285,14 @@ impl Outcome {
         })
     }
 }
+
+/// The build error of an outcome that both declares children and leaves them alone.
+const BOTH_CHOICES: &str = "the outcome both declares desired children and leaves children alone: choose one";
+
+/// The refusal of an outcome of a plugin owning kinds that did not say what to do with its children; the Python
+/// and TypeScript SDKs word it alike, with their names of the two calls.
+pub(crate) const UNDECIDED_CHILDREN: &str = "the outcome does not say what to do with the owned children: declare \
+     the complete desired set with children(...) (an empty set deletes them all) or call leave_children_alone()";
 
 /// An outcome known to be free of build errors.
 pub(crate) struct OutcomeParts {
@@ -285,11 +347,54 @@ mod tests {
     }
 
     #[test]
-    fn leaves_children_alone_by_default() {
+    fn a_new_outcome_has_not_said_what_to_do_with_children() {
         let outcome = Outcome::new();
         assert_eq!(outcome.desired_children(), None);
+        assert!(!outcome.leaves_children_alone());
         assert!(!outcome.is_finalized());
         assert_eq!(outcome.requeue_interval(), None);
+    }
+
+    #[test]
+    fn an_undecided_outcome_is_refused_only_for_a_plugin_owning_kinds() {
+        let error = Outcome::new().into_parts(|| true).err().unwrap();
+        assert_eq!(error.message(), UNDECIDED_CHILDREN);
+        // A `child` loop that ran zero times is the same undecided outcome.
+        let built = (0..0).fold(Outcome::new(), |outcome, index| {
+            outcome.child(&config_map(&format!("c-{index}")))
+        });
+        assert_eq!(built.into_parts(|| true).err().unwrap().message(), UNDECIDED_CHILDREN);
+        let parts = Outcome::new().into_parts(|| false).ok().unwrap();
+        assert_eq!(parts.children, None);
+        let mut asked = false;
+        let parts = Outcome::new()
+            .leave_children_alone()
+            .into_parts(|| {
+                asked = true;
+                true
+            })
+            .ok()
+            .unwrap();
+        assert_eq!(parts.children, None);
+        assert!(!asked, "the spec is only consulted for an undecided outcome");
+        let parts = Outcome::new()
+            .children(Vec::<ConfigMap>::new())
+            .into_parts(|| true)
+            .ok()
+            .unwrap();
+        assert_eq!(parts.children, Some(Vec::new()));
+    }
+
+    #[test]
+    fn declaring_children_and_leaving_them_alone_is_a_build_error() {
+        for outcome in [
+            Outcome::new().child(&config_map("a")).leave_children_alone(),
+            Outcome::new().leave_children_alone().child(&config_map("a")),
+            Outcome::new().leave_children_alone().children(Vec::<ConfigMap>::new()),
+            Outcome::new().delete_all_children().leave_children_alone(),
+        ] {
+            assert_eq!(outcome.build_error().map(Error::message), Some(BOTH_CHOICES));
+        }
     }
 
     #[test]
@@ -327,7 +432,7 @@ mod tests {
     #[test]
     fn child_without_kind_is_a_build_error() {
         let outcome = Outcome::new().child(&json!({"apiVersion": "v1", "metadata": {"name": "x"}}));
-        let error = outcome.into_parts().err().unwrap();
+        let error = outcome.into_parts(|| true).err().unwrap();
         assert_eq!(error.message(), "building the outcome: desired child #0: has no `kind`");
     }
 

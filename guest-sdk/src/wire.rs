@@ -15,11 +15,12 @@ pub fn describe<T: Reconciler>() -> ControllerSpec {
 }
 
 /// Parses a wire view, calls `T::reconcile`, and converts the outcome to its wire form. `Err` carries the
-/// message the host records as the plugin's error.
+/// message the host records as the plugin's error; an outcome that does not say what to do with children is
+/// refused when `T` owns kinds (see [`crate::Outcome`]).
 pub fn reconcile<T: Reconciler>(view: WorldView) -> Result<Outcome, String> {
     let view = parse_view(view).map_err(|error| error.to_string())?;
     let outcome = T::reconcile(view).map_err(|error| error.to_string())?;
-    encode_outcome(outcome).map_err(|error| error.to_string())
+    encode_outcome(outcome, || !T::describe().owns.is_empty()).map_err(|error| error.to_string())
 }
 
 /// The SDK's view of a wire view: the texts kept as they came, with what every plugin reads taken out.
@@ -27,8 +28,9 @@ fn parse_view(view: WorldView) -> Result<crate::WorldView, crate::Error> {
     crate::WorldView::from_texts(view.primary, view.children, view.config, view.deleting, view.attempt)
 }
 
-/// The wire form of a built outcome; its first build error, if any.
-fn encode_outcome(outcome: crate::Outcome) -> Result<Outcome, crate::Error> {
+/// The wire form of a built outcome; its first build error, if any, or the refusal of an outcome that did not
+/// say what to do with children of a plugin that `owns_kinds`.
+fn encode_outcome(outcome: crate::Outcome, owns_kinds: impl FnOnce() -> bool) -> Result<Outcome, crate::Error> {
     let OutcomeParts {
         children,
         status,
@@ -36,7 +38,7 @@ fn encode_outcome(outcome: crate::Outcome) -> Result<Outcome, crate::Error> {
         events,
         requeue_after_ms,
         finalized,
-    } = outcome.into_parts()?;
+    } = outcome.into_parts(owns_kinds)?;
     Ok(Outcome {
         children,
         status,
@@ -141,6 +143,56 @@ mod tests {
                 finalized: true,
             }
         );
+    }
+
+    /// Owns ConfigMaps and answers as its configuration says: a set, leave alone, or nothing said.
+    struct Chooser;
+
+    impl Reconciler for Chooser {
+        fn describe() -> crate::ControllerSpec {
+            crate::ControllerSpec::new(crate::Gvk::new("example.com", "v1", "Widget")).owns(crate::Gvk::new(
+                "",
+                "v1",
+                "ConfigMap",
+            ))
+        }
+
+        fn reconcile(view: crate::WorldView) -> Result<crate::Outcome, crate::Error> {
+            let replicas = view.config_json()["replicas"].as_u64().unwrap_or(0);
+            let mut outcome = crate::Outcome::new();
+            match view.config_json()["children"].as_str() {
+                Some("loop") => {
+                    for index in 0..replicas {
+                        outcome = outcome.child(&json!({"apiVersion": "v1", "kind": "ConfigMap",
+                            "metadata": {"name": format!("c-{index}")}}));
+                    }
+                }
+                Some("set") => {
+                    outcome = outcome.children((0..replicas).map(|index| {
+                        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c-{index}")}})
+                    }));
+                }
+                Some("alone") => outcome = outcome.leave_children_alone(),
+                _ => {}
+            }
+            Ok(outcome)
+        }
+    }
+
+    #[test]
+    fn a_plugin_owning_kinds_must_say_what_to_do_with_children() {
+        let answer = |children: &str, replicas: u64| {
+            reconcile::<Chooser>(WorldView {
+                config: json!({"children": children, "replicas": replicas}).to_string(),
+                ..wire_view()
+            })
+        };
+        assert_eq!(answer("loop", 2).unwrap().children.map(|set| set.len()), Some(2));
+        // Scaling to zero with a `child` loop: refused, where it used to leave the stale children in place.
+        assert_eq!(answer("loop", 0).unwrap_err(), crate::outcome::UNDECIDED_CHILDREN);
+        assert_eq!(answer("set", 0).unwrap().children, Some(Vec::new()));
+        assert_eq!(answer("alone", 0).unwrap().children, None);
+        assert_eq!(answer("", 0).unwrap_err(), crate::outcome::UNDECIDED_CHILDREN);
     }
 
     #[test]

@@ -4,11 +4,14 @@
 //!
 //! 0. [`lease`]: who may write — Leases decide which replica holds a role, and each role's fence is checked before
 //!    every write made in it;
-//! 1. [`plugin`]: wasm bytes → a validated, sandboxed, callable plugin;
+//! 1. [`plugin`]: wasm bytes → a validated, sandboxed, callable plugin; [`fixture`]: a world view on disk, what
+//!    `render` and `plugin check` feed a plugin offline;
 //! 2. [`delivery`]: plugin packages from a directory or ConfigMaps, handed to an [`delivery::Installer`];
 //! 3. [`runtime`]: what the host observes and schedules — shared informer caches, the workqueue, world-view
 //!    assembly, dependency tracking from reads;
 //! 4. [`apply`]: an outcome → API writes (finalizer, children, status, events), folded back into the caches;
+//!    [`check`]: `plugin check` — a plugin run offline against the embedded API server's object rules and the
+//!    applier's planning, under determinism, stability and spec-mutation oracles;
 //! 5. [`telemetry`]: metrics and health;
 //! 6. [`shard`]: sharded mode — membership Leases, the sharder that places primaries on a consistent-hash ring
 //!    of live replicas, the labels and the drain handshake;
@@ -20,11 +23,15 @@ pub mod lease;
 
 pub mod plugin;
 
+pub mod fixture;
+
 pub mod delivery;
 
 pub mod runtime;
 
 pub mod apply;
+
+pub mod check;
 
 pub mod telemetry;
 

@@ -21,6 +21,23 @@ pub struct Write {
     pub name: String,
     /// `requestReceivedTimestamp`, RFC 3339 with microseconds (sorts as text).
     pub received: String,
+    /// The request's path and query (the field manager of a patch is in it).
+    pub uri: String,
+    /// The response's status code: a write refused (a failed precondition, a conflict) changed nothing.
+    pub code: u16,
+}
+
+impl Write {
+    /// Whether it is the sharding protocol's own write (the sharder's labels, a drain acknowledgement: field manager
+    /// `wasm-reconciler-sharder`) rather than a reconcile's.
+    pub fn is_sharding_protocol(&self) -> bool {
+        self.uri.contains("fieldManager=wasm-reconciler-sharder")
+    }
+
+    /// Whether the API server carried it out (a 2xx answer).
+    pub fn accepted(&self) -> bool {
+        (200..300).contains(&self.code)
+    }
 }
 
 /// Every completed write of the audit log at `path`.
@@ -51,6 +68,11 @@ pub fn writes(path: &Path) -> anyhow::Result<Vec<Write>> {
                 .as_str()
                 .unwrap_or_default()
                 .to_owned(),
+            uri: event["requestURI"].as_str().unwrap_or_default().to_owned(),
+            code: event["responseStatus"]["code"]
+                .as_u64()
+                .and_then(|code| u16::try_from(code).ok())
+                .unwrap_or_default(),
         });
     }
     Ok(found)
@@ -68,12 +90,13 @@ pub fn configmapset_of(write: &Write) -> Option<String> {
     }
 }
 
-/// Per ConfigMapSet of `namespace`, the Pods that wrote it (the set, its status, its children) in the order of
-/// their writes, repeats collapsed: `[a, b]` is a handover, `[a, b, a]` two Pods taking turns.
+/// Per ConfigMapSet of `namespace`, the Pods whose reconciles wrote it (the set, its status, its children; not the
+/// sharding protocol's label writes) in the order of their writes, repeats collapsed: `[a, b]` is a handover,
+/// `[a, b, a]` two Pods taking turns.
 pub fn writers_per_set(writes: &[Write], namespace: &str) -> BTreeMap<String, Vec<String>> {
     let mut ordered: Vec<&Write> = writes
         .iter()
-        .filter(|w| w.namespace == namespace && !w.pod.is_empty())
+        .filter(|w| w.namespace == namespace && !w.pod.is_empty() && !w.is_sharding_protocol())
         .collect();
     ordered.sort_by(|a, b| a.received.cmp(&b.received));
     let mut writers: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -91,12 +114,7 @@ pub fn writers_per_set(writes: &[Write], namespace: &str) -> BTreeMap<String, Ve
 pub fn turn_taking(writers: &BTreeMap<String, Vec<String>>) -> Vec<(&String, &Vec<String>)> {
     writers
         .iter()
-        .filter(|(_, sequence)| {
-            sequence
-                .iter()
-                .enumerate()
-                .any(|(i, pod)| sequence[..i].contains(pod))
-        })
+        .filter(|(_, sequence)| sequence.iter().enumerate().any(|(i, pod)| sequence[..i].contains(pod)))
         .collect()
 }
 
@@ -117,6 +135,8 @@ mod tests {
             namespace: "churn".into(),
             name: name.into(),
             received: received.into(),
+            uri: format!("/api/v1/namespaces/churn/configmaps/{name}?fieldManager=wasm-reconciler%2Fconfigmapset"),
+            code: 200,
         }
     }
 
@@ -130,8 +150,15 @@ mod tests {
             write("a", "t-0", "2026-01-01T00:00:04.000000Z"),
             write("b", "t", "2026-01-01T00:00:05.000000Z"),
         ];
+        let mut sharder = write("b", "s", "2026-01-01T00:00:01.500000Z");
+        sharder.uri = "/apis/examples.wasm-reconciler.io/v1alpha1/namespaces/churn/configmapsets/s?fieldManager=wasm-reconciler-sharder".into();
+        let writes: Vec<Write> = writes.into_iter().chain([sharder]).collect();
         let writers = writers_per_set(&writes, "churn");
-        assert_eq!(writers["s"], ["a", "b"]);
+        assert_eq!(
+            writers["s"],
+            ["a", "b"],
+            "the sharder's label writes are not a reconcile's"
+        );
         assert_eq!(writers["t"], ["b", "a", "b"]);
         let found = turn_taking(&writers);
         assert_eq!(found.len(), 1);

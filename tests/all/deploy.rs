@@ -17,7 +17,7 @@ use crate::kinds::{
     configmapset, configmapset_resource, create_namespace, create_when_served, namespaced, set_ready_with, wait_gone,
     wait_object, webapp_resource,
 };
-use crate::plugin_configmaps::{HOST_NAMESPACE, apply_config_map, pack_manifest, plugin_events};
+use crate::plugin_configmaps::{HOST_NAMESPACE, apply_config_map, pack_manifest, plugin_events, wait_plugin_loaded};
 
 /// The example plugins `deploy/` installs, with their components.
 pub const DEPLOYED_PLUGINS: [(&str, &str); 2] = [
@@ -35,7 +35,7 @@ pub fn deploy_dir() -> PathBuf {
 pub fn complete_deploy_copy(into: &Path) -> anyhow::Result<PathBuf> {
     let source = deploy_dir();
     let copy = into.join("deploy");
-    for folder in ["", "crds", "plugins"] {
+    for folder in ["", "crds", "plugins", "sharding"] {
         std::fs::create_dir_all(copy.join(folder))?;
         let Ok(entries) = std::fs::read_dir(source.join(folder)) else {
             continue;
@@ -123,10 +123,7 @@ const DEMO: &str = "demo";
 /// finalizer); a WebApp is created, changed and deleted; a plugin ConfigMap gets a new version, then a bad one.
 pub async fn run_life_cycle(admin: &kube::Client) -> anyhow::Result<()> {
     for plugin in ["configmapset", "webapp"] {
-        wait_for(Duration::from_secs(30), &format!("plugin {plugin} to load"), || async {
-            (!plugin_events(admin, plugin, "PluginLoaded").await.ok()?.is_empty()).then_some(())
-        })
-        .await;
+        wait_plugin_loaded(admin, plugin, Duration::from_secs(30)).await;
     }
     create_namespace(admin, DEMO).await?;
 

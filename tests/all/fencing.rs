@@ -21,10 +21,10 @@ use crate::audit_log;
 use crate::harness::{Cluster, RealOptions, ServerKind, wait_for};
 use crate::host_process::HostProcess;
 use crate::kinds::{MIRROR_CRD, create_namespace, mirror_resource, namespaced};
-use crate::mirror::{create_mirrors, wait_mirrored};
 use crate::leader::holder;
+use crate::mirror::{create_mirrors, wait_mirrored};
 use crate::plugin_configmaps::{HOST_NAMESPACE, apply_config_map, install_crd, packed};
-use crate::request_recorder::RecordingFront;
+use crate::request_recorder::{RecordedRequest, RecordingFront};
 
 const MIRRORS: usize = 30;
 const NAMESPACE: &str = "mirrored";
@@ -60,7 +60,10 @@ impl Identity {
         }
         let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), HOST_NAMESPACE);
         accounts
-            .create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": name}}))?)
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": name}}))?,
+            )
             .await?;
         let binding: ClusterRoleBinding = serde_json::from_value(json!({
             "metadata": {"name": format!("fencing-{name}")},
@@ -98,28 +101,39 @@ impl Identity {
         })
     }
 
-    /// Writes made with these credentials (Leases excluded: renewing and taking them is the election itself) that
-    /// the API server received at or after `since`, as `VERB resource namespace/name`.
-    pub fn writes_since(&self, cluster: &Cluster, since: Timestamp) -> anyhow::Result<Vec<String>> {
+    /// The writes made with these credentials that reached the API server at or after `since` (Leases excluded:
+    /// renewing and taking them is the election itself), as
+    /// `(carried out, refused)`: a request that left the process before it froze (past the fence's check, inside the
+    /// HTTP client) reaches the server when it thaws, and must then be refused by its preconditions (the uid and
+    /// resourceVersion of the view).
+    pub fn writes_since(&self, cluster: &Cluster, since: Timestamp) -> anyhow::Result<(Vec<String>, Vec<String>)> {
         if let Some(front) = &self.front {
             let since = std::time::SystemTime::from(since);
-            return Ok(front
+            let (accepted, refused): (Vec<_>, Vec<_>) = front
                 .recording
                 .requests()
                 .into_iter()
                 .filter(|r| matches!(r.method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE"))
                 .filter(|r| !r.path.contains("/leases"))
                 .filter(|r| r.received >= since)
-                .map(|r| format!("{} {}", r.method, r.path))
-                .collect());
+                .partition(|r| (200..300).contains(&r.status));
+            let describe = |r: RecordedRequest| format!("{} {} ({})", r.method, r.path, r.status);
+            return Ok((
+                accepted.into_iter().map(describe).collect(),
+                refused.into_iter().map(describe).collect(),
+            ));
         }
         let user = format!("system:serviceaccount:{HOST_NAMESPACE}:{}", self.name);
-        Ok(audit_log::writes(&cluster.real().logs.join("audit.log"))?
+        let (accepted, refused): (Vec<_>, Vec<_>) = audit_log::writes(&cluster.real().logs.join("audit.log"))?
             .into_iter()
             .filter(|w| w.user == user && w.resource != "leases")
             .filter(|w| w.received.parse::<Timestamp>().is_ok_and(|at| at >= since))
-            .map(|w| format!("{} {}/{}", w.resource, w.namespace, w.name))
-            .collect())
+            .partition(audit_log::Write::accepted);
+        let describe = |w: audit_log::Write| format!("{} {}/{} ({})", w.resource, w.namespace, w.name, w.code);
+        Ok((
+            accepted.into_iter().map(describe).collect(),
+            refused.into_iter().map(describe).collect(),
+        ))
     }
 }
 
@@ -189,7 +203,11 @@ async fn a_frozen_leader_writes_nothing_when_it_thaws() -> anyhow::Result<()> {
     create_namespace(&admin, HOST_NAMESPACE).await?;
     create_namespace(&admin, NAMESPACE).await?;
     install_crd(&admin, MIRROR_CRD).await?;
-    apply_config_map(&admin, &packed(wasm_reconciler_artifacts::MIRROR, "mirror", None, false)?).await?;
+    apply_config_map(
+        &admin,
+        &packed(wasm_reconciler_artifacts::MIRROR, "mirror", None, false)?,
+    )
+    .await?;
 
     let a = Identity::new(&cluster, &admin, "host-a").await?;
     let b = Identity::new(&cluster, &admin, "host-b").await?;
@@ -219,14 +237,21 @@ async fn a_frozen_leader_writes_nothing_when_it_thaws() -> anyhow::Result<()> {
         (lease_holder(&admin).await.as_deref() == Some("host-b")).then_some(())
     })
     .await;
-    println!("fencing: host-b took over {:.1} s after host-a froze", frozen.elapsed().as_secs_f64());
+    println!(
+        "fencing: host-b took over {:.1} s after host-a froze",
+        frozen.elapsed().as_secs_f64()
+    );
     wait_mirrored(&admin, NAMESPACE, MIRRORS, 3, "v2", Duration::from_secs(60)).await;
     sources
         .patch("source", &params, &Patch::Merge(json!({"data": {"version": "v3"}})))
         .await?;
     for index in 0..MIRRORS {
         mirrors
-            .patch(&format!("m{index}"), &params, &Patch::Merge(json!({"spec": {"copies": 1}})))
+            .patch(
+                &format!("m{index}"),
+                &params,
+                &Patch::Merge(json!({"spec": {"copies": 1}})),
+            )
             .await?;
     }
     wait_mirrored(&admin, NAMESPACE, MIRRORS, 1, "v3", Duration::from_secs(60)).await;
@@ -239,7 +264,10 @@ async fn a_frozen_leader_writes_nothing_when_it_thaws() -> anyhow::Result<()> {
     host_a.signal("CONT");
     host_a
         .wait_logged(
-            &["the Lease was taken over; stopping", "the Lease was not renewed in time; stopped writing"],
+            &[
+                "the Lease was taken over; stopping",
+                "the Lease was not renewed in time; stopped writing",
+            ],
             Duration::from_secs(30),
         )
         .await;
@@ -255,13 +283,19 @@ async fn a_frozen_leader_writes_nothing_when_it_thaws() -> anyhow::Result<()> {
         .cloned()
         .collect();
     assert!(stale.is_empty(), "after the thaw the copies went back: {stale:?}");
-    let written = a.writes_since(&cluster, thawed_at)?;
+    let (written, refused) = a.writes_since(&cluster, thawed_at)?;
     assert!(written.is_empty(), "host-a wrote after it thawed: {written:?}");
+    println!(
+        "fencing: {} requests of host-a reached the server after the thaw, all refused: {refused:?}",
+        refused.len()
+    );
     wait_mirrored(&admin, NAMESPACE, MIRRORS, 1, "v3", Duration::from_secs(10)).await;
     let log = host_a.log_text();
     println!(
         "fencing: host-a thawed and stopped; {} fenced writes or reconciles in its log",
-        log.lines().filter(|l| l.contains("fenced") || l.contains("Fenced")).count()
+        log.lines()
+            .filter(|l| l.contains("fenced") || l.contains("Fenced"))
+            .count()
     );
     drop(host_b);
     Ok(())

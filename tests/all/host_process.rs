@@ -46,7 +46,14 @@ impl HostProcess {
             .arg("run")
             .arg("--kubeconfig")
             .arg(kubeconfig)
-            .args(["--identity", identity, "--metrics-addr", &telemetry.to_string(), "--log-format", "json"])
+            .args([
+                "--identity",
+                identity,
+                "--metrics-addr",
+                &telemetry.to_string(),
+                "--log-format",
+                "json",
+            ])
             .args(args)
             .env("RUST_LOG", "info,wasm_reconciler=debug")
             .stdin(Stdio::null())
@@ -89,21 +96,30 @@ impl HostProcess {
 
     /// Waits until its log has a line whose `message` is one of `messages`.
     pub async fn wait_logged(&self, messages: &[&str], timeout: Duration) {
-        wait_for(timeout, &format!("{} to log one of {messages:?}", self.identity), || async {
-            self.log_text()
-                .lines()
-                .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-                .any(|line| messages.iter().any(|m| line["message"] == *m))
-                .then_some(())
-        })
+        wait_for(
+            timeout,
+            &format!("{} to log one of {messages:?}", self.identity),
+            || async {
+                self.log_text()
+                    .lines()
+                    .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+                    .any(|line| messages.iter().any(|m| line["message"] == *m))
+                    .then_some(())
+            },
+        )
         .await;
     }
 
     /// Waits until `/readyz` says it reconciles (`200 ok`: the leader or a shard member with synced caches).
     pub async fn wait_ready(&self, timeout: Duration) {
-        wait_for(timeout, &format!("{} to be Ready and reconciling", self.identity), || async {
-            matches!(http_get(self.telemetry, "/readyz").await, Some((200, body)) if body.trim() == "ok").then_some(())
-        })
+        wait_for(
+            timeout,
+            &format!("{} to be Ready and reconciling", self.identity),
+            || async {
+                matches!(http_get(self.telemetry, "/readyz").await, Some((200, body)) if body.trim() == "ok")
+                    .then_some(())
+            },
+        )
         .await;
     }
 

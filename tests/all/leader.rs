@@ -59,9 +59,11 @@ impl Replica {
     /// Waits until `/readyz` says it reconciles (`200 ok`: the leader or a shard member with synced caches, not a
     /// standby).
     pub async fn wait_until_ready(&self, timeout: Duration) {
-        wait_for(timeout, &format!("{} to be Ready and reconciling", self.identity), || async {
-            matches!(self.readyz().await, Some((200, body)) if body.trim() == "ok").then_some(())
-        })
+        wait_for(
+            timeout,
+            &format!("{} to be Ready and reconciling", self.identity),
+            || async { matches!(self.readyz().await, Some((200, body)) if body.trim() == "ok").then_some(()) },
+        )
         .await;
     }
 }

@@ -38,35 +38,38 @@ pub async fn wait_mirrored(
 ) {
     let mirrors = namespaced(client, namespace, &mirror_resource());
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    wait_for(timeout, &format!("{count} Mirrors with {copies} copies of {version}"), || async {
-        let listed = mirrors.list(&ListParams::default()).await.ok()?;
-        for mirror in &listed.items {
-            let value = serde_json::to_value(mirror).ok()?;
-            let ready = crate::harness::condition(&value, "Ready") == Some("True")
-                && value["status"]["observedGeneration"] == value["metadata"]["generation"]
-                && value["status"]["version"] == version
-                && value["status"]["copies"] == copies;
-            if !ready {
-                return None;
+    wait_for(
+        timeout,
+        &format!("{count} Mirrors with {copies} copies of {version}"),
+        || async {
+            let listed = mirrors.list(&ListParams::default()).await.ok()?;
+            for mirror in &listed.items {
+                let value = serde_json::to_value(mirror).ok()?;
+                let ready = crate::harness::condition(&value, "Ready") == Some("True")
+                    && value["status"]["observedGeneration"] == value["metadata"]["generation"]
+                    && value["status"]["version"] == version
+                    && value["status"]["copies"] == copies;
+                if !ready {
+                    return None;
+                }
             }
-        }
-        let copies_now = config_maps.list(&ListParams::default()).await.ok()?;
-        let mut names: Vec<String> = copies_now
-            .items
-            .iter()
-            .filter(|c| c.metadata.name.as_deref().is_some_and(|n| n.contains("-copy-")))
-            .filter(|c| c.data.as_ref().and_then(|d| d.get("version")).map(String::as_str) == Some(version))
-            .filter_map(|c| c.metadata.name.clone())
-            .collect();
-        let all_copies = copies_now
-            .items
-            .iter()
-            .filter(|c| c.metadata.name.as_deref().is_some_and(|n| n.contains("-copy-")))
-            .count();
-        names.sort();
-        (listed.items.len() == count && all_copies == names.len() && names.len() == count * copies as usize)
-            .then_some(())
-    })
+            let copies_now = config_maps.list(&ListParams::default()).await.ok()?;
+            let mut names: Vec<String> = copies_now
+                .items
+                .iter()
+                .filter(|c| c.metadata.name.as_deref().is_some_and(|n| n.contains("-copy-")))
+                .filter(|c| c.data.as_ref().and_then(|d| d.get("version")).map(String::as_str) == Some(version))
+                .filter_map(|c| c.metadata.name.clone())
+                .collect();
+            let all_copies = copies_now
+                .items
+                .iter()
+                .filter(|c| c.metadata.name.as_deref().is_some_and(|n| n.contains("-copy-")))
+                .count();
+            names.sort();
+            (listed.items.len() == count && all_copies == names.len() && names.len() == count * copies as usize)
+                .then_some(())
+        },
+    )
     .await;
 }
-

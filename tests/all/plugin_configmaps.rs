@@ -97,6 +97,14 @@ pub async fn delete_config_map(client: &kube::Client, name: &str) -> anyhow::Res
     Ok(())
 }
 
+/// Waits until the plugin of ConfigMap `name` has loaded once (its `PluginLoaded` Event).
+pub async fn wait_plugin_loaded(client: &kube::Client, name: &str, timeout: std::time::Duration) {
+    crate::harness::wait_for(timeout, &format!("plugin {name} to load"), || async {
+        (!plugin_events(client, name, "PluginLoaded").await.ok()?.is_empty()).then_some(())
+    })
+    .await;
+}
+
 /// The Events with `reason` regarding the plugin ConfigMap `name`.
 pub async fn plugin_events(client: &kube::Client, name: &str, reason: &str) -> anyhow::Result<Vec<Event>> {
     Ok(events_about(client, HOST_NAMESPACE, name)

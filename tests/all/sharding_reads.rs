@@ -31,7 +31,11 @@ async fn a_plugin_reading_its_owned_kind_sees_every_object_when_sharded() -> any
     let admin = cluster.client().await?;
     create_namespace(&admin, HOST_NAMESPACE).await?;
     install_crd(&admin, MIRROR_CRD).await?;
-    apply_config_map(&admin, &packed(wasm_reconciler_artifacts::MIRROR, "mirror", None, false)?).await?;
+    apply_config_map(
+        &admin,
+        &packed(wasm_reconciler_artifacts::MIRROR, "mirror", None, false)?,
+    )
+    .await?;
     for namespace in NAMESPACES {
         create_namespace(&admin, namespace).await?;
         let source: ConfigMap =

@@ -45,39 +45,13 @@ if [[ -x $bin_dir/kubectl ]]; then kubectl="$bin_dir/kubectl"; else kubectl="$(c
 kubectl() { "$kubectl" "$@"; }
 say "helm $("$helm" version --template '{{.Version}}'), kubectl $("$kubectl" version --client -o json | jq -r .clientVersion.gitVersion)"
 
-work="$(mktemp -d)"
-dir="$work/cluster"
+# shellcheck source=tests/kube/checks.sh
+source "$here/checks.sh"
 export HELM_CACHE_HOME="$work/helm/cache" HELM_CONFIG_HOME="$work/helm/config" HELM_DATA_HOME="$work/helm/data"
 unset KUBECONFIG
-launcher_pid=""
-cleanup() {
-	if [[ -n $launcher_pid ]] && kill -0 "$launcher_pid" 2>/dev/null; then
-		kill -TERM "$launcher_pid"
-		wait "$launcher_pid" 2>/dev/null
-	fi
-	if [[ ${KEEP:-} == 1 ]]; then say "kept $work"; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 
-passed=0
-failed=0
-# check NAME FUNCTION...: runs a check; its output is shown only when it fails.
-check() {
-	local name=$1
-	shift
-	if "$@" >"$work/check.out" 2>&1; then
-		passed=$((passed + 1))
-		printf 'ok     %s\n' "$name"
-	else
-		failed=$((failed + 1))
-		printf 'FAILED %s\n' "$name"
-		sed 's/^/       /' "$work/check.out"
-	fi
-}
-
-# eventually TIMEOUT COMMAND...: retries COMMAND every 0.2 s until it succeeds or TIMEOUT seconds pass.
+# eventually TIMEOUT COMMAND...: as checks.sh's, but quiet while it retries; on a timeout it runs COMMAND once more
+# with its output shown.
 eventually() {
 	local deadline=$((SECONDS + $1))
 	shift
@@ -116,6 +90,7 @@ def tidy(f; $keys): if (f // null) == null then . else (f |= without($keys)) | i
       else . end
   else . end
 | if .kind == "Service" then tidy(.spec.selector; $bookkeeping) else . end
+| if .kind == "PodDisruptionBudget" then tidy(.spec.selector.matchLabels; $bookkeeping) else . end
 | "\(.kind)_\(.metadata.namespace // "cluster")_\(.metadata.name)\t\(tojson)"'
 
 # normalise MANIFEST DIR: one sorted-key JSON file per object, named KIND_NAMESPACE_NAME.json.

@@ -19,45 +19,10 @@ bin_dir="$("$here/build.sh")" || die "tests/kube/build.sh failed"
 export PATH="$bin_dir:$PATH"
 kubernetes_version="$(sed -n 's/^kubernetes //p' "$bin_dir/../versions")"
 
-work="$(mktemp -d)"
-dir="$work/cluster"
+# shellcheck source=tests/kube/checks.sh
+source "$here/checks.sh"
 export HELM_CACHE_HOME="$work/helm/cache" HELM_CONFIG_HOME="$work/helm/config" HELM_DATA_HOME="$work/helm/data"
-launcher_pid=""
-cleanup() {
-	if [[ -n $launcher_pid ]] && kill -0 "$launcher_pid" 2>/dev/null; then
-		kill -TERM "$launcher_pid"
-		wait "$launcher_pid" 2>/dev/null
-	fi
-	if [[ ${KEEP:-} == 1 ]]; then say "kept $work"; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
 
-passed=0
-failed=0
-# check NAME COMMAND...: runs a check; its output is shown only when it fails.
-# Checks run in this shell (not a subshell), so that they can wait for the launcher.
-check() {
-	local name=$1
-	shift
-	if "$@" >"$work/check.out" 2>&1; then
-		passed=$((passed + 1))
-		printf 'ok     %s\n' "$name"
-	else
-		failed=$((failed + 1))
-		printf 'FAILED %s\n' "$name"
-		sed 's/^/       /' "$work/check.out"
-	fi
-}
-
-# eventually TIMEOUT COMMAND...: retries COMMAND every 0.2 s until it succeeds or TIMEOUT seconds pass.
-eventually() {
-	local deadline=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		((SECONDS < deadline)) || { echo "still failing after the timeout: $*"; return 1; }
-		sleep 0.2
-	done
-}
 
 # start_launcher: runs kube-harness up in the background and waits for its ready line.
 start_launcher() {

@@ -3,6 +3,7 @@
 
 pub mod deletion;
 pub mod patching;
+pub mod scale;
 
 use std::sync::Arc;
 
@@ -343,8 +344,14 @@ impl Cluster {
         Err(ApiError::invalid_fields(group, &info.kind, name, violations))
     }
 
-    fn validate_object(&self, request: &WriteRequest, object: &Value, old: Option<&Value>) -> ApiResult<()> {
-        let mut violations = patching::validate(request, object);
+    fn validate_object(
+        &self,
+        request: &WriteRequest,
+        object: &Value,
+        old: Option<&Value>,
+        warnings: &mut Vec<String>,
+    ) -> ApiResult<()> {
+        let mut violations = patching::validate(request, object, old, warnings);
         violations.extend(validation::validate(&request.info, object, old, &request.info.group));
         if request.info.kind == "CustomResourceDefinition" && request.info.group == "apiextensions.k8s.io" {
             violations.extend(crd::validate(object));
@@ -422,13 +429,21 @@ impl Cluster {
                     }));
                 }
                 Some(true) => {
+                    // The NamespaceLifecycle admission plugin's refusal, with its cause.
+                    let mut details = info.subject(&name).details();
+                    details["causes"] = json!([{
+                        "reason": "NamespaceTerminating",
+                        "message": format!("namespace {} is being terminated", request.namespace),
+                        "field": "metadata.namespace",
+                    }]);
                     return Err(ApiError::forbidden(
                         info.subject(&name),
                         &format!(
                             "unable to create new content in namespace {} because it is being terminated",
                             request.namespace
                         ),
-                    ));
+                    )
+                    .with_details(details));
                 }
                 Some(false) => {}
             }
@@ -473,7 +488,7 @@ impl Cluster {
         if info.is_builtin() && info.kind == "Service" && info.group.is_empty() {
             self.allocate_service_addresses(&mut object);
         }
-        self.validate_object(request, &object, None)?;
+        self.validate_object(request, &object, None, warnings)?;
         let key = request.key(&name);
         let written = self.store.write(&key, request.dry_run, move |current, _| {
             if current.is_some() {
@@ -481,7 +496,6 @@ impl Cluster {
             }
             Ok(Change::Create(object))
         })?;
-        let _ = warnings;
         self.after_write(request, &written.object);
         Ok(conversion::to_served(&request.info, (*written.object).clone()))
     }
@@ -499,6 +513,10 @@ impl Cluster {
             } else {
                 self.reconcile_crd(&name);
             }
+        }
+        if info.is_builtin() && info.group.is_empty() && info.kind == "Namespace" {
+            // A new namespace gets its kube-root-ca.crt and default ServiceAccount from the collector.
+            self.wake_collector();
         }
         if object::is_deleting(object) || self.has_absent_or_deleting_owner(object) {
             self.wake_collector();
@@ -544,7 +562,7 @@ impl Cluster {
                 .store
                 .get(&key)
                 .ok_or_else(|| ApiError::not_found(info.subject(name)))?;
-            let change = self.prepare_update(request, &current, object.clone(), None)?;
+            let change = self.prepare_update(request, &current, object.clone(), None, &mut warnings)?;
             if let Some(written) = self.store.swap(&key, request.dry_run, Some(&current), change)? {
                 break written;
             }
@@ -567,6 +585,17 @@ impl Cluster {
         if let PatchKind::Apply { force } = kind {
             patching::check_apply_config(request, name, &document)?;
             if self.store.get(&key).is_none() && !request.is_status() {
+                // A uid in the applied object is a precondition: an object that does not exist does not have it (it
+                // was deleted since the caller saw it), so nothing is created. A resourceVersion is ignored here.
+                let uid = object::uid(&document);
+                if !uid.is_empty() {
+                    return Err(ApiError::conflict(
+                        info.subject(name),
+                        &format!(
+                            "uid mismatch: the provided object specified uid {uid}, and no existing object was found"
+                        ),
+                    ));
+                }
                 let mut config = document.clone();
                 check_type_meta(&info, &mut config)?;
                 check_namespace(request, &mut config)?;
@@ -611,7 +640,7 @@ impl Cluster {
             let mut object = conversion::to_storage(&info, patched);
             warnings.clear();
             self.admit(request, &mut object, &mut warnings)?;
-            let change = self.prepare_update(request, current, object, Some(applied))?;
+            let change = self.prepare_update(request, current, object, Some(applied), &mut warnings)?;
             if let Some(written) = self.store.swap(&key, request.dry_run, Some(current), change)? {
                 break written;
             }
@@ -633,6 +662,7 @@ impl Cluster {
         current: &Arc<Value>,
         mut object: Value,
         patched: Option<bool>,
+        warnings: &mut Vec<String>,
     ) -> ApiResult<Change> {
         let info = &request.info;
         let name = object::name(current).to_string();
@@ -733,7 +763,7 @@ impl Cluster {
                 object["spec"] = spec.clone();
             }
         }
-        self.validate_object(request, &object, Some(current))?;
+        self.validate_object(request, &object, Some(current), warnings)?;
         if info.generation {
             let drop_status = info.status_subresource;
             if without_metadata_and(&object, drop_status) != without_metadata_and(current, drop_status) {

@@ -195,8 +195,14 @@ pub fn apply_schema(request: &WriteRequest, object: &mut Value, warnings: &mut V
     Ok(())
 }
 
-/// Validate object metadata (all kinds) and the schema (custom resources).
-pub fn validate(request: &WriteRequest, object: &Value) -> Vec<FieldViolation> {
+/// Validate object metadata (all kinds), the schema and its CEL rules (custom resources); `old` is the stored object
+/// on updates. Rules whose failure is ratcheted (the value did not change) add warnings instead.
+pub fn validate(
+    request: &WriteRequest,
+    object: &Value,
+    old: Option<&Value>,
+    warnings: &mut Vec<String>,
+) -> Vec<FieldViolation> {
     let info = &request.info;
     let rule = if !info.is_builtin() {
         schema::NameRule::Dns1123Subdomain
@@ -227,6 +233,23 @@ pub fn validate(request: &WriteRequest, object: &Value) -> Vec<FieldViolation> {
     }
     if let Some(structural) = info.custom.as_ref().and_then(|c| c.structural.as_ref()) {
         violations.extend(structural.validate(object).iter().map(violation));
+        violations.extend(super::scale::validate_custom(info, object));
+        if structural.has_rules() {
+            let blocking = [
+                "FieldValueNotSupported",
+                "FieldValueRequired",
+                "FieldValueTooLong",
+                "FieldValueTooMany",
+                "FieldValueTypeInvalid",
+            ];
+            if violations.iter().any(|v| blocking.contains(&v.reason.as_str())) {
+                violations.push(violation(&schema::rules::rules_not_checked()));
+            } else {
+                let verdict = structural.validate_rules(object, old);
+                violations.extend(verdict.errors.iter().map(violation));
+                warnings.extend(verdict.warnings);
+            }
+        }
     }
     violations
 }

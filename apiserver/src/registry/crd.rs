@@ -314,6 +314,14 @@ pub fn served_resources(crd: &Value) -> Vec<ResourceInfo> {
                 .map(|columns| columns.iter().map(printer_column).collect())
                 .unwrap_or_default();
             let status_subresource = version.get("subresources").and_then(|s| s.get("status")).is_some();
+            let scale = version.get("subresources").and_then(|s| s.get("scale")).map(|scale| {
+                let text = |key: &str| scale.get(key).and_then(Value::as_str).map(str::to_string);
+                super::ScalePaths {
+                    spec_replicas: text("specReplicasPath").unwrap_or_default(),
+                    status_replicas: text("statusReplicasPath").unwrap_or_default(),
+                    label_selector: text("labelSelectorPath"),
+                }
+            });
             let field_type = Arc::new(
                 schema
                     .as_ref()
@@ -332,6 +340,7 @@ pub fn served_resources(crd: &Value) -> Vec<ResourceInfo> {
                 short_names: object::string_list(names.get("shortNames")),
                 categories: object::string_list(names.get("categories")),
                 status_subresource,
+                scale,
                 generation: true,
                 storage: storage.clone(),
                 storage_api_version: format!("{group}/{storage_version}"),

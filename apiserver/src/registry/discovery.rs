@@ -89,6 +89,17 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
                 "verbs": STATUS_VERBS,
             }));
         }
+        if info.scale.is_some() {
+            resources.push(json!({
+                "name": format!("{}/scale", info.plural),
+                "singularName": "",
+                "namespaced": info.namespaced,
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": STATUS_VERBS,
+            }));
+        }
     }
     if resources.is_empty() {
         return None;
@@ -153,12 +164,23 @@ fn aggregated_resource(info: &ResourceInfo) -> Value {
     if !info.categories.is_empty() {
         entry["categories"] = json!(info.categories);
     }
+    let mut subresources = Vec::new();
+    if info.scale.is_some() {
+        subresources.push(json!({
+            "subresource": "scale",
+            "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+            "verbs": STATUS_VERBS,
+        }));
+    }
     if info.status_subresource {
-        entry["subresources"] = json!([{
+        subresources.push(json!({
             "subresource": "status",
             "responseKind": response_kind,
             "verbs": STATUS_VERBS,
-        }]);
+        }));
+    }
+    if !subresources.is_empty() {
+        entry["subresources"] = json!(subresources);
     }
     entry
 }

@@ -5,6 +5,7 @@ pub mod conversion;
 pub mod crd;
 pub mod defaults;
 pub mod discovery;
+pub mod openapi_schemas;
 pub mod validation;
 
 use std::collections::HashMap;
@@ -81,6 +82,30 @@ pub struct ResourceInfo {
     pub custom: Option<Arc<CustomVersion>>,
     /// Merge semantics of the kind's fields (strategic merge patch, server-side apply).
     pub field_type: Arc<crate::patch::FieldType>,
+    /// The `/scale` subresource, when the kind has one.
+    pub scale: Option<ScalePaths>,
+}
+
+/// Where a scalable kind keeps what its `/scale` subresource shows (JSON paths such as `.spec.replicas`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScalePaths {
+    /// `specReplicasPath`.
+    pub spec_replicas: String,
+    /// `statusReplicasPath`.
+    pub status_replicas: String,
+    /// `labelSelectorPath` of a CRD; None for built-in kinds, whose selector is `spec.selector` as a label selector.
+    pub label_selector: Option<String>,
+}
+
+impl ScalePaths {
+    /// The paths of the built-in scalable kinds (Deployment, ReplicaSet, StatefulSet).
+    pub fn builtin() -> Self {
+        ScalePaths {
+            spec_replicas: ".spec.replicas".into(),
+            status_replicas: ".status.replicas".into(),
+            label_selector: None,
+        }
+    }
 }
 
 impl ResourceInfo {
@@ -140,6 +165,11 @@ impl ResourceInfo {
             field_type: Arc::new(crate::patch::builtin(&served_api_version, kind.kind)),
             storage_api_version,
             custom: None,
+            scale: matches!(
+                (kind.group, kind.kind),
+                ("apps", "Deployment" | "ReplicaSet" | "StatefulSet")
+            )
+            .then(ScalePaths::builtin),
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Checks of built-in kinds beyond their metadata, with the real server's messages: what its decoder refuses
-//! (wrong JSON types, microsecond timestamps not written with six digits) and a part of what its strategies
-//! validate (ConfigMap keys, Deployment replicas, selector and containers, Service ports, Leases, Events created
-//! through `events.k8s.io`).
+//! (fields the Go type lacks and wrong JSON types, from the kinds' published OpenAPI schemas; microsecond timestamps
+//! not written with six digits) and a part of what its strategies validate (ConfigMap keys, Deployment replicas,
+//! selector and containers, selectors that must match templates and may not change, Service ports, Leases, Events
+//! created through `events.k8s.io`).
 
 use serde_json::Value;
 
@@ -54,11 +55,15 @@ fn top_level_fields(info: &ResourceInfo) -> &'static [&'static str] {
     }
 }
 
-/// Removes what a built-in kind's Go type has no field for, at the top and in `metadata` (deeper unknown fields
-/// are not detected), and returns their paths in document order, as the strict decoder reports them.
+/// Removes what a built-in kind's Go type has no field for, at any depth (from the kind's published OpenAPI
+/// schema; for a kind without one, at the top and in `metadata`), and returns their paths in document order, as
+/// the strict decoder reports them.
 pub fn prune_unknown_fields(info: &ResourceInfo, object: &mut Value) -> Vec<String> {
     if !info.is_builtin() {
         return Vec::new();
+    }
+    if let Some(findings) = super::openapi_schemas::decode(&info.storage_api_version, &info.kind, object, true) {
+        return findings.unknown;
     }
     let mut unknown = Vec::new();
     let Some(map) = object.as_object_mut() else {
@@ -150,6 +155,11 @@ pub fn decode_problem(info: &ResourceInfo, object: &Value) -> Option<String> {
         .iter()
         .filter_map(|path| object::path(object, path).and_then(Value::as_str))
         .find_map(micro_time_problem)
+        .or_else(|| {
+            let mut copy = object.clone();
+            super::openapi_schemas::decode(&info.api_version(), &info.kind, &mut copy, false)
+                .and_then(|findings| findings.type_error)
+        })
 }
 
 /// Go's `time.Parse` error for a `MicroTime` that is not `2006-01-02T15:04:05.000000Z07:00` (six fractional
@@ -210,7 +220,42 @@ pub fn validate(info: &ResourceInfo, object: &Value, old: Option<&Value>, reques
     match (info.group.as_str(), info.kind.as_str()) {
         ("", "ConfigMap") => validate_config_map(object),
         ("", "Service") => validate_service(object),
-        ("apps", "Deployment") => validate_deployment(object),
+        ("apps", "Deployment") => {
+            let mut violations = validate_deployment(object);
+            violations.extend(immutable_fields(object, old, &[&["spec", "selector"]]));
+            violations
+        }
+        ("apps", kind @ ("ReplicaSet" | "DaemonSet")) => {
+            let mut violations = validate_pod_controller(object, &kind.to_lowercase());
+            violations.extend(immutable_fields(object, old, &[&["spec", "selector"]]));
+            violations
+        }
+        ("apps", "StatefulSet") => {
+            let mut violations = validate_pod_controller(object, "statefulset");
+            violations.extend(immutable_fields(
+                object,
+                old,
+                &[
+                    &["spec", "selector"],
+                    &["spec", "volumeClaimTemplates"],
+                    &["spec", "serviceName"],
+                    &["spec", "podManagementPolicy"],
+                ],
+            ));
+            violations
+        }
+        ("batch", "Job") => {
+            let mut violations = validate_pod_spec(
+                object::path(object, &["spec", "template", "spec"]),
+                "spec.template.spec",
+            );
+            violations.extend(immutable_fields(object, old, &[&["spec", "selector"]]));
+            violations
+        }
+        ("batch", "CronJob") => validate_pod_spec(
+            object::path(object, &["spec", "jobTemplate", "spec", "template", "spec"]),
+            "spec.jobTemplate.spec.template.spec",
+        ),
         ("coordination.k8s.io", "Lease") => validate_lease(object),
         ("" | "events.k8s.io", "Event") if old.is_none() => validate_event_create(object, request_group),
         _ => Vec::new(),
@@ -360,14 +405,161 @@ fn validate_deployment(deployment: &Value) -> Vec<FieldViolation> {
             }
         }
     }
-    let containers = object::path(deployment, &["spec", "template", "spec", "containers"]);
-    if containers.and_then(Value::as_array).is_none_or(Vec::is_empty) {
-        violations.push(FieldViolation::required("spec.template.spec.containers", ""));
-    }
+    violations.extend(validate_pod_spec(
+        object::path(deployment, &["spec", "template", "spec"]),
+        "spec.template.spec",
+    ));
     for field in ["minReadySeconds", "revisionHistoryLimit", "progressDeadlineSeconds"] {
         non_negative(&mut violations, deployment, &["spec", field]);
     }
     violations
+}
+
+/// The selector checks shared by ReplicaSets, StatefulSets and DaemonSets: a selector is required, may not be
+/// empty, and must match the template's labels.
+fn validate_pod_controller(object: &Value, kind: &str) -> Vec<FieldViolation> {
+    let mut violations = Vec::new();
+    non_negative(&mut violations, object, &["spec", "replicas"]);
+    match object::path(object, &["spec", "selector"]) {
+        None | Some(Value::Null) => violations.push(FieldViolation::required("spec.selector", "")),
+        Some(selector) => match label_selector(selector) {
+            Some(selector) => {
+                let labels = object::path(object, &["spec", "template", "metadata", "labels"]);
+                if !selector.matches_labels(labels.and_then(Value::as_object)) {
+                    violations.push(FieldViolation::invalid(
+                        "spec.template.metadata.labels",
+                        labels.unwrap_or(&Value::Null),
+                        "`selector` does not match template `labels`",
+                    ));
+                }
+            }
+            None => violations.push(FieldViolation::invalid(
+                "spec.selector",
+                selector,
+                &format!("empty selector is invalid for {kind}"),
+            )),
+        },
+    }
+    violations.extend(validate_pod_spec(
+        object::path(object, &["spec", "template", "spec"]),
+        "spec.template.spec",
+    ));
+    violations
+}
+
+/// `IsValidPortNum`'s message.
+const PORT_RANGE: &str = "must be between 1 and 65535, inclusive";
+
+/// The container checks of `ValidatePodSpec` that children written by plugins meet most: every container has a
+/// unique DNS-label name and an image, and its ports are in range.
+pub fn validate_pod_spec(spec: Option<&Value>, path: &str) -> Vec<FieldViolation> {
+    let mut violations = Vec::new();
+    let containers = spec.and_then(|s| s.get("containers")).and_then(Value::as_array);
+    let Some(containers) = containers.filter(|c| !c.is_empty()) else {
+        violations.push(FieldViolation::required(format!("{path}.containers"), ""));
+        return violations;
+    };
+    let init_containers = spec
+        .and_then(|s| s.get("initContainers"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for (list, items) in [("initContainers", &init_containers), ("containers", containers)] {
+        let mut names: Vec<&str> = Vec::new();
+        for (index, container) in items.iter().enumerate() {
+            let at = format!("{path}.{list}[{index}]");
+            let name = container.get("name").and_then(Value::as_str).unwrap_or_default();
+            if name.is_empty() {
+                violations.push(FieldViolation::required(format!("{at}.name"), ""));
+            } else {
+                for message in crate::schema::dns1123_label_errors(name) {
+                    violations.push(FieldViolation::invalid(
+                        format!("{at}.name"),
+                        &Value::String(name.into()),
+                        &message,
+                    ));
+                }
+            }
+            if container
+                .get("image")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .is_empty()
+            {
+                violations.push(FieldViolation::required(format!("{at}.image"), ""));
+            }
+            for (port_index, port) in container
+                .get("ports")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let port_path = format!("{at}.ports[{port_index}]");
+                match port.get("containerPort").and_then(Value::as_i64).unwrap_or(0) {
+                    0 => violations.push(FieldViolation::required(format!("{port_path}.containerPort"), "")),
+                    number if !(1..=65535).contains(&number) => violations.push(FieldViolation::invalid(
+                        format!("{port_path}.containerPort"),
+                        &Value::from(number),
+                        PORT_RANGE,
+                    )),
+                    _ => {}
+                }
+                if let Some(host) = port.get("hostPort").and_then(Value::as_i64)
+                    && host != 0
+                    && !(1..=65535).contains(&host)
+                {
+                    violations.push(FieldViolation::invalid(
+                        format!("{port_path}.hostPort"),
+                        &Value::from(host),
+                        PORT_RANGE,
+                    ));
+                }
+            }
+            if names.contains(&name) {
+                violations.push(FieldViolation {
+                    field: format!("{at}.name"),
+                    reason: "FieldValueDuplicate".into(),
+                    message: format!("Duplicate value: {}", crate::go_format::quote(name)),
+                });
+            } else {
+                names.push(name);
+            }
+        }
+    }
+    violations
+}
+
+/// `ValidateImmutableField` for each path: on an update, a changed value is `field is immutable`.
+fn immutable_fields(object: &Value, old: Option<&Value>, paths: &[&[&str]]) -> Vec<FieldViolation> {
+    let Some(old) = old else {
+        return Vec::new();
+    };
+    paths
+        .iter()
+        .filter_map(|path| {
+            let new_value = object::path(object, path);
+            let old_value = object::path(old, path);
+            let empty = |v: Option<&Value>| v.is_none_or(|v| v.is_null() || v.as_str() == Some(""));
+            if new_value == old_value || (empty(new_value) && empty(old_value)) {
+                return None;
+            }
+            let shown = new_value.cloned().unwrap_or(Value::Null);
+            let shown = match shown {
+                Value::Object(_) | Value::Array(_) => Value::String(go_format::json_text(&shown)),
+                other => other,
+            };
+            let mut violation = FieldViolation::invalid(path.join("."), &shown, "field is immutable");
+            if matches!(new_value, Some(Value::Object(_) | Value::Array(_))) {
+                // Go prints a struct's JSON, unquoted.
+                violation.message = format!(
+                    "Invalid value: {}: field is immutable",
+                    go_format::json_text(new_value.unwrap_or(&Value::Null))
+                );
+            }
+            Some(violation)
+        })
+        .collect()
 }
 
 fn validate_lease(lease: &Value) -> Vec<FieldViolation> {
@@ -593,7 +785,7 @@ mod tests {
         let mut object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "labelz": {}},
                                 "color": "blue", "data": {"a": "b"}, "spec": {}});
         let unknown = prune_unknown_fields(&config_maps, &mut object);
-        assert_eq!(unknown, ["color", "spec", "metadata.labelz"]);
+        assert_eq!(unknown, ["metadata.labelz", "color", "spec"], "in document order");
         assert_eq!(
             object,
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"a": "b"}})

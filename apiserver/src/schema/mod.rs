@@ -26,8 +26,10 @@
 //!   then [`Structural::validate`]) to get the server's error order, and build the 422 message
 //!   with [`invalid_message`].
 //!
-//! Knowingly not done: CEL `x-kubernetes-validations` rules are kept but never compiled or
-//! evaluated (only the shape of each rule entry is checked); validation ratcheting on update;
+//! * [`Structural::validate_rules`] evaluates the CEL `x-kubernetes-validations` rules compiled when
+//!   the schema was parsed (see [`rules`]).
+//!
+//! Knowingly not done: validation ratcheting of the OpenAPI checks on update (CEL rules are ratcheted);
 //! the status-subresource restriction of root schema fields; CRD checks outside the schema
 //! (names, versions, conversion, printer and selectable columns); Go's exact wording for
 //! malformed `metadata` (which the server rejects as a 400 decode error). Approximations:
@@ -45,6 +47,7 @@ mod formats;
 mod go_regexp;
 mod object_meta;
 mod pruning;
+pub mod rules;
 mod structural;
 mod validation;
 
@@ -72,6 +75,21 @@ impl Structural {
         validation::validate_embedded_resources(self, obj, &FieldPath::root(), &mut errors);
         validation::validate_list_sets_and_maps(self, obj, &FieldPath::root(), &mut errors);
         errors
+    }
+
+    /// Whether any node has compiled CEL rules.
+    pub fn has_rules(&self) -> bool {
+        !self.compiled_rules.is_empty()
+            || self.properties.iter().any(|(_, property)| property.has_rules())
+            || self.items.as_deref().is_some_and(Structural::has_rules)
+            || self.additional_properties_schema().is_some_and(Structural::has_rules)
+            || self.all_of.iter().any(Structural::has_rules)
+    }
+
+    /// Evaluates the CEL rules on a (pruned, defaulted and otherwise valid) custom object; `old` is the stored
+    /// object on updates, for transition rules and ratcheting.
+    pub fn validate_rules(&self, obj: &Value, old: Option<&Value>) -> rules::RulesVerdict {
+        rules::evaluate(self, obj, old)
     }
 }
 

@@ -89,8 +89,10 @@ pub struct Structural {
     pub list_map_keys: Vec<String>,
     /// `x-kubernetes-map-type`.
     pub map_type: Option<String>,
-    /// `x-kubernetes-validations`, kept verbatim; CEL rules are not evaluated.
+    /// `x-kubernetes-validations`, as written.
     pub validations: Vec<Value>,
+    /// The rules of `validations`, compiled (see [`super::rules`]).
+    pub(crate) compiled_rules: Vec<std::sync::Arc<super::rules::CompiledRule>>,
     /// `externalDocs`, kept verbatim.
     pub external_docs: Option<Value>,
     pub(crate) pattern_regex: Option<Regex>,
@@ -155,7 +157,16 @@ impl Structural {
             }
         }
         validate_openapi_schema(schema, &structural, &path, SpecContext::root(), true, &mut errors);
-        if errors.is_empty() { Ok(structural) } else { Err(errors) }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let mut structural = structural;
+        let rule_errors = super::rules::compile(&mut structural, &path);
+        if rule_errors.is_empty() {
+            Ok(structural)
+        } else {
+            Err(rule_errors)
+        }
     }
 
     /// The schema of property `name`, if declared.
@@ -1096,7 +1107,7 @@ fn validate_list_and_map_markers(s: &Structural, path: &FieldPath, errors: &mut 
     }
 }
 
-/// The shape checks of `x-kubernetes-validations` entries (the rules themselves are not compiled).
+/// The shape checks of `x-kubernetes-validations` entries (the rules are compiled by `rules::compile`).
 fn validate_rule_shapes(s: &Structural, path: &FieldPath, errors: &mut Vec<FieldError>) {
     const REASONS: [&str; 4] = [
         "FieldValueDuplicate",

@@ -305,6 +305,84 @@ fn parse_object(parts: &Parts, bytes: &[u8], info: &ResourceInfo) -> ApiResult<V
     Ok(value)
 }
 
+/// The content type of a PATCH and the patch kind it names, or the real server's refusal.
+fn patch_kind(parts: &Parts, query: &Query, accepted: &[&str]) -> ApiResult<PatchKind> {
+    let content_type = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    // Routes consume only the four patch types; anything else is refused before the handler runs.
+    if !PATCH_TYPES.contains(&content_type.as_str()) {
+        return Err(ApiError::new(415, "UnsupportedMediaType", "415: Unsupported Media Type").with_details(json!({})));
+    }
+    if !accepted.contains(&content_type.as_str()) {
+        return Err(ApiError::unsupported_patch(&content_type, accepted));
+    }
+    Ok(match content_type.as_str() {
+        "application/json-patch+json" => PatchKind::Json,
+        "application/merge-patch+json" => PatchKind::Merge,
+        "application/strategic-merge-patch+json" => PatchKind::Strategic,
+        _ => {
+            let force = match query.get("force") {
+                None | Some("false") => false,
+                Some("true") => true,
+                Some(_) => return Err(ApiError::bad_request("force must be true or false")),
+            };
+            PatchKind::Apply { force }
+        }
+    })
+}
+
+/// `/scale` of a scalable resource: GET, PUT and PATCH of its `autoscaling/v1` `Scale`.
+async fn scale(
+    cluster: &Cluster,
+    parts: Parts,
+    body: Body,
+    path: &ResourcePath,
+    info: &Arc<ResourceInfo>,
+    namespace: &str,
+    query: &Query,
+) -> ApiResult<Response> {
+    let Some(name) = path.name.clone() else {
+        return Err(ApiError::no_route());
+    };
+    let request = write_request(&parts, query, info, namespace, Some("scale".into()))?;
+    let outcome = match parts.method {
+        Method::GET => return Ok(json_response(200, &cluster.get_scale(&request, &name)?)),
+        Method::PUT => {
+            let bytes = read_body(body).await?;
+            let value: Value = serde_json::from_slice(&bytes)
+                .or_else(|_| serde_yaml::from_slice(&bytes))
+                .map_err(|error| {
+                    ApiError::bad_request(format!("the body of the request could not be read: {error}"))
+                })?;
+            cluster.update_scale(&request, &name, value)?
+        }
+        Method::PATCH => {
+            let kind = patch_kind(
+                &parts,
+                query,
+                &[
+                    "application/json-patch+json",
+                    "application/merge-patch+json",
+                    "application/strategic-merge-patch+json",
+                    "application/apply-patch+yaml",
+                ],
+            )?;
+            let bytes = read_body(body).await?;
+            cluster.patch_scale(&request, &name, kind, &bytes)?
+        }
+        _ => return Err(ApiError::method_not_allowed()),
+    };
+    Ok(with_warnings(json_response(200, &outcome.object), &outcome.warnings))
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn resource(
     cluster: Arc<Cluster>,
@@ -324,11 +402,15 @@ async fn resource(
         None => {}
         Some("status") if info.status_subresource => {}
         Some("finalize") if is_namespace_kind => {}
+        Some("scale") if info.scale.is_some() => {}
         Some(_) => return Err(ApiError::no_route()),
     }
     let namespace = path.namespace.clone().unwrap_or_default();
     let method = parts.method.clone();
     let include = IncludeObject::parse(query.get("includeObject"));
+    if path.subresource.as_deref() == Some("scale") {
+        return scale(&cluster, parts, body, &path, &info, &namespace, &query).await;
+    }
     match (method, path.name.clone()) {
         (Method::GET, Some(name)) => {
             if path.legacy_watch || query.flag("watch") {
@@ -392,22 +474,6 @@ async fn resource(
             Ok(with_warnings(json_response(200, &outcome.object), &outcome.warnings))
         }
         (Method::PATCH, Some(name)) => {
-            let content_type = parts
-                .headers
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase();
-            // Routes consume only the four patch types; anything else is refused before the handler runs.
-            if !PATCH_TYPES.contains(&content_type.as_str()) {
-                return Err(
-                    ApiError::new(415, "UnsupportedMediaType", "415: Unsupported Media Type").with_details(json!({})),
-                );
-            }
             let accepted: &[&str] = if info.is_builtin() {
                 &[
                     "application/json-patch+json",
@@ -422,22 +488,7 @@ async fn resource(
                     "application/apply-patch+yaml",
                 ]
             };
-            if !accepted.contains(&content_type.as_str()) {
-                return Err(ApiError::unsupported_patch(&content_type, accepted));
-            }
-            let kind = match content_type.as_str() {
-                "application/json-patch+json" => PatchKind::Json,
-                "application/merge-patch+json" => PatchKind::Merge,
-                "application/strategic-merge-patch+json" => PatchKind::Strategic,
-                _ => {
-                    let force = match query.get("force") {
-                        None | Some("false") => false,
-                        Some("true") => true,
-                        Some(_) => return Err(ApiError::bad_request("force must be true or false")),
-                    };
-                    PatchKind::Apply { force }
-                }
-            };
+            let kind = patch_kind(&parts, &query, accepted)?;
             if query.get("force").is_some() && !matches!(kind, PatchKind::Apply { .. }) {
                 return Err(ApiError::invalid_fields(
                     "meta.k8s.io",

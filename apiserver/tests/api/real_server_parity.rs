@@ -60,6 +60,7 @@ async fn post(client: &Client, path: &str, body: Value) -> Answer {
 async fn server() -> (ApiServer, Client) {
     let server = ApiServer::builder().build().await.expect("server builds");
     let client = client(&server);
+    crate::support::settled(&client).await;
     (server, client)
 }
 
@@ -527,7 +528,9 @@ async fn watches_start_end_and_expire_like_the_real_server() {
     .await;
     let from_now = watch_lines(
         &client,
-        &format!("{CONFIG_MAPS}?watch=true&allowWatchBookmarks=true&timeoutSeconds=1"),
+        &format!(
+            "{CONFIG_MAPS}?watch=true&allowWatchBookmarks=true&timeoutSeconds=1&fieldSelector=metadata.name%3Done"
+        ),
     )
     .await;
     assert_eq!(from_now.len(), 2);

@@ -12,7 +12,20 @@ use wasm_reconciler_apiserver::{ApiServer, ServingHandle, write_kubeconfig};
 pub async fn in_process() -> (ApiServer, Client) {
     let server = ApiServer::builder().build().await.expect("server builds");
     let client = Client::new(server.router(), "default");
+    settled(&client).await;
     (server, client)
+}
+
+/// Waits until the server's namespace controller has given `default` its `kube-root-ca.crt` ConfigMap, as a
+/// cluster's does soon after start, so that what a test lists does not depend on that race.
+pub async fn settled(client: &Client) {
+    let config_maps: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(client.clone(), "default");
+    eventually("default/kube-root-ca.crt", Duration::from_secs(10), || {
+        let config_maps = config_maps.clone();
+        async move { config_maps.get_opt("kube-root-ca.crt").await.ok().flatten() }
+    })
+    .await;
 }
 
 /// A kube client for a server.
@@ -90,6 +103,7 @@ pub fn kubectl_binary() -> &'static Path {
 impl Kubectl {
     /// Serve `server` on a free port and write a kubeconfig for it.
     pub async fn start_with(server: ApiServer, dir: tempfile::TempDir) -> Kubectl {
+        settled(&client(&server)).await;
         let serving = server.serve("127.0.0.1:0".parse().unwrap()).await.expect("serves");
         write_kubeconfig(&dir.path().join("kubeconfig"), &serving.url(), None).expect("kubeconfig");
         Kubectl {

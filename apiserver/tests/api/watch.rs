@@ -198,9 +198,12 @@ async fn streaming_list_sends_initial_events_then_bookmark() {
     api.create(&PostParams::default(), &config_map("one", "web"))
         .await
         .unwrap();
-    let mut objects = watcher(api.clone(), watcher::Config::default().streaming_lists())
-        .applied_objects()
-        .boxed();
+    let mut objects = watcher(
+        api.clone(),
+        watcher::Config::default().labels("tier=web").streaming_lists(),
+    )
+    .applied_objects()
+    .boxed();
     let first = tokio::time::timeout(Duration::from_secs(5), objects.try_next())
         .await
         .unwrap()

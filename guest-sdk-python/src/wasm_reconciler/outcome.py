@@ -13,14 +13,28 @@ __all__ = ["Outcome"]
 
 JsonObject = dict[str, Any]
 
+#: The error of an outcome that both declares children and leaves them alone.
+BOTH_CHOICES = "the outcome both declares desired children and leaves children alone: choose one"
+#: The refusal of an outcome of a plugin owning kinds that did not say what to do with its children (worded as in
+#: the Rust and TypeScript SDKs).
+UNDECIDED_CHILDREN = (
+    "the outcome does not say what to do with the owned children: declare the complete desired set with "
+    "children(...) (an empty set deletes them all) or call leave_children_alone()"
+)
+
 
 class Outcome:
     """The desired state for one primary object, built with chained calls.
 
-    **Children.** An outcome carries either "leave children alone" (the default) or the *complete* desired
-    set of children. The first `child`, `children` or `delete_all_children` call switches it to a desired
-    set, and the host then deletes every owned child not in it — so a plugin managing children adds all of
-    them on every reconcile. A child is a dict with ``apiVersion``, ``kind`` and ``metadata.name``; the host
+    **Children: a complete set, or leave them alone — say which.** A plugin that owns kinds makes one of two
+    choices in every outcome, explicitly: `children` declares the *complete* desired set, also when it is empty
+    (the host applies each child and deletes every owned child not in it; `child` adds one child to that set,
+    `delete_all_children` declares it empty), or `leave_children_alone` keeps the observed children as they
+    are. An outcome that made neither choice (``Outcome()`` with no `child` call, as after a `child` loop that
+    ran zero times) is refused when it is handed to the host of a plugin that owns kinds, with a message naming
+    both calls, rather than silently keeping children the plugin no longer wants. Build a set that comes from a
+    loop with ``children(...)``. A plugin that owns no kind needs neither call; making both choices in one
+    outcome raises `Error`. A child is a dict with ``apiVersion``, ``kind`` and ``metadata.name``; the host
     fills in the namespace and the ownerReference.
 
     >>> outcome = (Outcome()
@@ -31,6 +45,8 @@ class Outcome:
     ...     .requeue_after(timedelta(seconds=30)))
     >>> outcome.desired_children[0]["kind"], outcome.requeue_after_ms
     ('ConfigMap', 30000)
+    >>> Outcome().children([]).desired_children, Outcome().leave_children_alone().leaves_children_alone
+    ([], True)
     """
 
     __slots__ = (
@@ -38,12 +54,14 @@ class Outcome:
         "_conditions",
         "_events",
         "_finalized",
+        "_leave_children_alone",
         "_requeue_after_ms",
         "_status",
     )
 
     def __init__(self) -> None:
         self._children: list[JsonObject] | None = None
+        self._leave_children_alone = False
         self._status: JsonObject | None = None
         self._conditions: list[Condition] = []
         self._events: list[Event] = []
@@ -51,7 +69,10 @@ class Outcome:
         self._finalized = False
 
     def child(self, child: JsonObject) -> Outcome:
-        """Adds one desired child. Raises `Error` when it has no ``apiVersion``, ``kind`` or ``metadata.name``."""
+        """Adds one desired child to the complete desired set. Raises `Error` when it has no ``apiVersion``,
+        ``kind`` or ``metadata.name``. For children built in a loop prefer `children`: a loop of `child` calls
+        that runs zero times declares nothing."""
+        self._check_not_left_alone()
         children = self._children if self._children is not None else []
         self._children = children
         _check_child(child, len(children))
@@ -59,8 +80,9 @@ class Outcome:
         return self
 
     def children(self, children: Iterable[JsonObject]) -> Outcome:
-        """Adds desired children; declares a desired set even when `children` is empty (which deletes every
-        owned child)."""
+        """Declares the complete desired set of children, adding to children already added; declares the set
+        even when `children` is empty (which deletes every owned child)."""
+        self._check_not_left_alone()
         if self._children is None:
             self._children = []
         for child in children:
@@ -68,8 +90,18 @@ class Outcome:
         return self
 
     def delete_all_children(self) -> Outcome:
-        """Declares an empty desired set: the host deletes every owned child."""
+        """Declares an empty desired set: the host deletes every owned child. Children added before are
+        dropped."""
+        self._check_not_left_alone()
         self._children = []
+        return self
+
+    def leave_children_alone(self) -> Outcome:
+        """Leaves the observed children as they are: nothing is applied and nothing is deleted (the host still
+        writes the status, conditions and events of this outcome)."""
+        if self._children is not None:
+            raise Error(BOTH_CHOICES)
+        self._leave_children_alone = True
         return self
 
     def status(self, status: JsonObject) -> Outcome:
@@ -106,8 +138,17 @@ class Outcome:
 
     @property
     def desired_children(self) -> list[JsonObject] | None:
-        """The desired children; ``None`` means "leave children alone"."""
+        """The desired children; ``None`` when the outcome leaves children alone or has not said."""
         return self._children
+
+    @property
+    def leaves_children_alone(self) -> bool:
+        """Whether `leave_children_alone` was called."""
+        return self._leave_children_alone
+
+    def _check_not_left_alone(self) -> None:
+        if self._leave_children_alone:
+            raise Error(BOTH_CHOICES)
 
     @property
     def desired_status(self) -> JsonObject | None:

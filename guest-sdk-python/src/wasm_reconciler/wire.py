@@ -15,7 +15,7 @@ from .condition import Condition
 from .error import Error, error_message
 from .event import Event
 from .gvk import Gvk
-from .outcome import Outcome
+from .outcome import UNDECIDED_CHILDREN, Outcome
 from .reconciler import Reconciler
 from .world_view import WorldView
 
@@ -80,12 +80,15 @@ def reconcile(reconciler: Reconciler, view: WireWorldView) -> WireOutcome:
     """Parses a wire view, calls `reconciler.reconcile`, and converts the outcome to its wire form.
 
     Raises `ReconcileFailed` with the message the host records: a malformed view, an exception raised by the
-    plugin, or an outcome that cannot be encoded."""
+    plugin, an outcome that cannot be encoded, or one that does not say what to do with children when the plugin
+    owns kinds (see `Outcome`)."""
     try:
         parsed = _parse_view(view)
         outcome = reconciler.reconcile(parsed)
         if not isinstance(outcome, Outcome):
             raise Error(f"reconcile returned {type(outcome).__name__}, not an Outcome")
+        if outcome.desired_children is None and not outcome.leaves_children_alone and reconciler.describe().owns:
+            raise Error(UNDECIDED_CHILDREN)
         return _encode_outcome(outcome)
     except Exception as failure:  # every exception becomes the plugin's error, never a trap
         raise ReconcileFailed(error_message(failure)) from None

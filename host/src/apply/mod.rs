@@ -86,6 +86,23 @@ pub trait Apply: Send + Sync {
 #[derive(Debug, Clone, Copy)]
 struct Confirmed(bool);
 
+/// What one reconcile wrote.
+#[derive(Debug, Default, Clone, Copy)]
+struct Written {
+    /// Children applied (created or changed).
+    applied: usize,
+    /// Children pruned.
+    deleted: usize,
+    /// Whether the status was written.
+    status: bool,
+}
+
+impl Written {
+    fn changed_anything(self) -> bool {
+        self.applied > 0 || self.deleted > 0 || self.status
+    }
+}
+
 /// Hash of the last object applied, per child (kind and key) of one primary.
 type AppliedChildren = HashMap<(Gvk, ObjectKey), u64>;
 
@@ -227,11 +244,21 @@ impl Applier {
 
     /// Adds the plugin's finalizer (state `Add`, so the spec declares one) and returns the updated primary, folded
     /// into the cache as this applier's own write.
-    async fn add_finalizer(&self, ticket: &Ticket, cached: &Arc<CachedObject>) -> Result<Arc<CachedObject>, WriteError> {
+    async fn add_finalizer(
+        &self,
+        ticket: &Ticket,
+        cached: &Arc<CachedObject>,
+    ) -> Result<Arc<CachedObject>, WriteError> {
         let primary = cached.dynamic();
         let finalizer = self.spec.finalizer.as_deref().unwrap_or_default();
-        let updated =
-            writer::add_finalizer(ticket, &self.primary_api(&primary), &self.field_manager, &primary, finalizer).await?;
+        let updated = writer::add_finalizer(
+            ticket,
+            &self.primary_api(&primary),
+            &self.field_manager,
+            &primary,
+            finalizer,
+        )
+        .await?;
         tracing::debug!(finalizer, "finalizer added");
         Ok(self
             .primary
@@ -240,7 +267,8 @@ impl Applier {
     }
 
     async fn apply_result(
-        &self, ticket: &Ticket,
+        &self,
+        ticket: &Ticket,
         primary: &DynamicObject,
         result: Result<Outcome, CallError>,
         deleting: bool,
@@ -279,6 +307,7 @@ impl Applier {
             tracing::warn!("primary lacks a name or uid; skipping");
             return Completion::DONE;
         };
+        let mut written = Written::default();
         if let Some(desired) = &outcome.children {
             let mut prepared = match prepare_children(&primary_ref, &self.spec, desired, |gvk| {
                 self.owned.get(gvk).is_some_and(|cache| cache.namespaced())
@@ -293,8 +322,9 @@ impl Applier {
                     child.object["metadata"]["labels"][key.as_str()] = serde_json::json!(shard);
                 }
             }
-            if let Err(error) = self.write_children(ticket, primary, &prepared, confirmed).await {
-                return self.children_failed(ticket, primary, error).await;
+            match self.write_children(ticket, primary, &prepared, confirmed).await {
+                Ok(children) => written = children,
+                Err(error) => return self.children_failed(ticket, primary, error).await,
             }
         }
 
@@ -307,8 +337,20 @@ impl Applier {
             primary.metadata.generation,
             &now(),
         );
-        if let Err(error) = self.write_status(ticket, primary, status).await {
-            return self.write_failed(error);
+        match self.write_status(ticket, primary, status).await {
+            Ok(status) => written.status = status,
+            Err(error) => return self.write_failed(error),
+        }
+        if written.changed_anything() {
+            // One line per reconcile that changed the world (steady-state reconciles stay quiet): the span names the
+            // plugin and the object.
+            tracing::info!(
+                applied = written.applied,
+                deleted = written.deleted,
+                status = written.status,
+                generation = primary.metadata.generation,
+                "reconciled"
+            );
         }
         let reference = object_reference(primary, &self.primary);
         for event in &outcome.events {
@@ -316,14 +358,23 @@ impl Applier {
         }
         if let Some((false, reason)) = previous {
             let note = format!("reconciled successfully after failing with {reason}");
-            self.publish(ticket, &reference, &Event::normal("Reconciled", note)).await;
+            self.publish(ticket, &reference, &Event::normal("Reconciled", note))
+                .await;
         }
 
         if deleting
             && outcome.finalized
             && let Some(finalizer) = &self.spec.finalizer
         {
-            match writer::remove_finalizer(ticket, &self.primary_api(primary), &self.field_manager, primary, finalizer).await {
+            match writer::remove_finalizer(
+                ticket,
+                &self.primary_api(primary),
+                &self.field_manager,
+                primary,
+                finalizer,
+            )
+            .await
+            {
                 Ok(Some(updated)) => {
                     tracing::info!(finalizer, "cleanup finished; finalizer removed");
                     if updated.finalizers().is_empty() {
@@ -355,7 +406,7 @@ impl Applier {
         primary: &DynamicObject,
         prepared: &[PreparedChild],
         confirmed: Confirmed,
-    ) -> Result<(), WriteError> {
+    ) -> Result<Written, WriteError> {
         let primary_key = key_of(primary);
         let creates = prepared.iter().any(|child| {
             let child_key = ObjectKey::new(child.object["metadata"]["namespace"].as_str(), &child.name);
@@ -373,6 +424,7 @@ impl Applier {
                 applies.push(self.apply_child(ticket, &primary_key, child, child_key, hash).boxed());
             }
         }
+        let applied = applies.len();
         all_succeed(applies).await?;
 
         let uid = primary.uid().unwrap_or_default();
@@ -385,7 +437,13 @@ impl Applier {
                 }
             }
         }
-        all_succeed(deletes).await
+        let deleted = deletes.len();
+        all_succeed(deletes).await?;
+        Ok(Written {
+            applied,
+            deleted,
+            status: false,
+        })
     }
 
     /// Reads the primary from the API server (a consistent read) before children are created for it: `Ok` when it is
@@ -444,7 +502,8 @@ impl Applier {
     }
 
     async fn apply_child(
-        &self, ticket: &Ticket,
+        &self,
+        ticket: &Ticket,
         primary_key: &ObjectKey,
         child: &PreparedChild,
         child_key: ObjectKey,
@@ -454,17 +513,28 @@ impl Applier {
         let observed = cache.get(&child_key);
         let created = observed.is_none();
         let api = api_for(&self.client, cache, child_key.namespace.as_deref());
-        // A child in the view is applied to *that* object: its uid rides along as a precondition, so a child deleted
-        // and recreated by someone else since the view is refused (422, field is immutable), never overwritten.
+        // A child in the view is applied to *that* object as the view saw it: its uid and resourceVersion ride along
+        // as preconditions, so a child deleted or recreated since the view is refused (409/422), and so is one that
+        // changed since — a write that left this replica late (it was frozen with the request still inside it) can
+        // never put an older state back.
         let object = match &observed {
             Some(observed) => {
                 let mut object = child.object.clone();
                 object["metadata"]["uid"] = Value::from(&*observed.meta.uid);
+                object["metadata"]["resourceVersion"] = Value::from(observed.meta.resource_version.to_string());
                 std::borrow::Cow::Owned(object)
             }
             None => std::borrow::Cow::Borrowed(&child.object),
         };
-        let written = writer::apply(ticket, &api, &self.field_manager, &child.name, &object).await?;
+        let written = match writer::apply(ticket, &api, &self.field_manager, &child.name, &object).await {
+            Ok(written) => written,
+            Err(error) => {
+                if let (WriteError::Conflict { .. }, Some(observed)) = (&error, &observed) {
+                    refresh(cache, &api, &child_key, &observed.meta.uid).await;
+                }
+                return Err(error);
+            }
+        };
         tracing::debug!(child = %child_key, kind = %child.gvk.kind, created, "child applied");
         self.last_applied
             .lock()
@@ -477,7 +547,8 @@ impl Applier {
     }
 
     async fn delete_child(
-        &self, ticket: &Ticket,
+        &self,
+        ticket: &Ticket,
         primary_key: &ObjectKey,
         gvk: &Gvk,
         observed: Arc<CachedObject>,
@@ -506,22 +577,30 @@ impl Applier {
 
     /// Writes `status` unless it is what the primary already shows. The response is folded into the cache, marked
     /// as seen by this applier's controller only if nothing but the status changed.
-    async fn write_status(&self, ticket: &Ticket, primary: &DynamicObject, status: Value) -> Result<(), WriteError> {
+    /// Writes `status` unless it is what the primary already shows; `true` when it was written.
+    async fn write_status(&self, ticket: &Ticket, primary: &DynamicObject, status: Value) -> Result<bool, WriteError> {
         if primary.data.get("status") == Some(&status) {
-            return Ok(());
+            return Ok(false);
         }
-        let written = writer::write_status(
-            ticket,
-            &self.primary_api(primary),
-            &self.field_manager,
-            &primary.name_any(),
-            primary.uid().as_deref(),
-            &status,
-        )
-        .await?;
+        let api = self.primary_api(primary);
+        let seen = primary
+            .metadata
+            .uid
+            .as_deref()
+            .zip(primary.metadata.resource_version.as_deref());
+        let written =
+            match writer::write_status(ticket, &api, &self.field_manager, &primary.name_any(), seen, &status).await {
+                Ok(written) => written,
+                Err(error) => {
+                    if let (WriteError::Conflict { .. }, Some((uid, _))) = (&error, seen) {
+                        refresh(&self.primary, &api, &key_of(primary), uid).await;
+                    }
+                    return Err(error);
+                }
+            };
         let seen = same_but_status(&written, primary).then_some(self.writer_id);
         self.primary.record_write(written, seen);
-        Ok(())
+        Ok(true)
     }
 
     /// Records a failed reconcile on the object: `Reconciled=False` and a Warning Event.
@@ -538,7 +617,8 @@ impl Applier {
             tracing::debug!(error = %crate::error_chain(&error), "could not record the failure in status");
         }
         let event = Event::warning(state.reason.clone(), state.message.clone());
-        self.publish(ticket, &object_reference(primary, &self.primary), &event).await;
+        self.publish(ticket, &object_reference(primary, &self.primary), &event)
+            .await;
     }
 
     async fn scope_denied(&self, ticket: &Ticket, primary: &DynamicObject, error: ScopeError) -> Completion {
@@ -621,6 +701,19 @@ fn same_but_status(written: &DynamicObject, seen: &DynamicObject) -> bool {
         (metadata, data)
     }
     essence(written) == essence(seen)
+}
+
+/// A write was refused because its object moved on since the view (a failed uid or resourceVersion precondition):
+/// the cache is behind the API server. The object is read once and folded in (or its deletion is), so the re-queued
+/// reconcile works from what is stored even while the watch lags, instead of meeting the same conflict again.
+async fn refresh(cache: &KindCache, api: &Api<DynamicObject>, key: &ObjectKey, uid: &str) {
+    match api.get_opt(&key.name).await {
+        Ok(Some(current)) => {
+            cache.record_write(current, None);
+        }
+        Ok(None) => cache.record_delete(key, uid),
+        Err(error) => tracing::debug!(object = %key, error = %error, "could not read an object after a conflict"),
+    }
 }
 
 fn key_of(object: &DynamicObject) -> ObjectKey {

@@ -133,14 +133,15 @@ pub async fn delete(
     }
 }
 
-/// Replaces `.status` through the status subresource (merge patch of the whole status), on the object with `uid`
-/// only: a primary deleted and recreated since the view keeps its own status.
+/// Replaces `.status` through the status subresource (merge patch of the whole status), guarded by the `(uid,
+/// resourceVersion)` the reconcile saw: a primary recreated or changed since keeps its own status (the write is a
+/// conflict and the key is reconciled again on the fresh object).
 pub async fn write_status(
     ticket: &Ticket,
     api: &Api<DynamicObject>,
     field_manager: &str,
     name: &str,
-    uid: Option<&str>,
+    seen: Option<(&str, &str)>,
     status: &Value,
 ) -> Result<DynamicObject> {
     allowed(ticket, || format!("status of {name}"))?;
@@ -148,21 +149,25 @@ pub async fn write_status(
         field_manager: Some(field_manager.to_owned()),
         ..PatchParams::default()
     };
-    let patch = match uid {
-        Some(uid) => json!({ "metadata": {"uid": uid}, "status": status }),
+    let patch = match seen {
+        Some((uid, resource_version)) => {
+            json!({ "metadata": {"uid": uid, "resourceVersion": resource_version}, "status": status })
+        }
         None => json!({ "status": status }),
     };
-    api.patch_status(name, &params, &Patch::Merge(&patch)).await.map_err(|e| {
-        // A uid that no longer matches is refused as invalid (the field is immutable): the object moved on.
-        if api_code(&e) == Some(422) && uid.is_some() {
-            WriteError::Conflict {
-                what: format!("status of {name}"),
-                source: e,
+    api.patch_status(name, &params, &Patch::Merge(&patch))
+        .await
+        .map_err(|e| {
+            // A uid that no longer matches is refused as invalid (the field is immutable): the object moved on.
+            if api_code(&e) == Some(422) && seen.is_some() {
+                WriteError::Conflict {
+                    what: format!("status of {name}"),
+                    source: e,
+                }
+            } else {
+                WriteError::from_kube(format!("status of {name}"), e)
             }
-        } else {
-            WriteError::from_kube(format!("status of {name}"), e)
-        }
-    })
+        })
 }
 
 /// Adds `finalizer` to the primary, guarded by its resourceVersion.

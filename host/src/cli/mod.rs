@@ -1,5 +1,6 @@
 //! The `wasm-reconciler` command line: argument parsing, logging set-up and dispatch to the library.
 
+mod check;
 mod dev;
 mod inspect;
 mod new;
@@ -15,7 +16,9 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-pub use render::{RenderError, WorldFixture, render_file};
+pub use crate::fixture::WorldFixture;
+pub use check::{CheckArgs, CheckCommandError, plugin_check};
+pub use render::{RenderError, render_file};
 pub use run::host_client;
 
 /// Run Kubernetes controllers whose reconcile logic is a WebAssembly component.
@@ -83,6 +86,12 @@ pub enum PluginCommand {
     /// CRD, a world fixture with its expected outcome, a Makefile (`make test`, `make build`, `make check`) and a
     /// README.
     New(new::NewArgs),
+    /// Check a component offline on its CRD and world fixtures: the same view reconciled twice gives the same
+    /// outcome; once applied (as the host and server-side apply would), reconciling again changes nothing and asks
+    /// for no needless requeue; spec mutations generated from the CRD's schema, each sequence reconciled until it
+    /// settles, end where a fresh apply of the last spec ends; an invalid spec and a revert return to where the
+    /// world was. Prints each finding with the command that replays it; exits 1 on any finding.
+    Check(check::CheckArgs),
 }
 
 /// Sandbox limits settable on the command line.
@@ -144,6 +153,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Plugin(PluginCommand::Verify(args)) => block_on(async move { sign::verify(&args).await }),
         Command::Plugin(PluginCommand::GenerateKey(args)) => sign::generate_key(&args),
         Command::Plugin(PluginCommand::New(args)) => new::run(&args),
+        Command::Plugin(PluginCommand::Check(args)) => check::run(&args),
         Command::Render(args) => render::run(&args),
         Command::Run(args) => block_on(run::run(args)),
         Command::Dev(args) => block_on(dev::run(args)),

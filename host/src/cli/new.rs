@@ -318,7 +318,9 @@ fn print_summary(project: &Project) {
     println!("Next:\n  cd {}", directory.display());
     println!("  make test     # the unit tests");
     println!("  make build    # the component, plugin.wasm");
-    println!("  make check    # render the fixtures with plugin.wasm and compare with their expected outcomes");
+    println!(
+        "  make check    # render the fixtures with plugin.wasm and compare with their expected outcomes, then plugin check"
+    );
     tracing::debug!(plugin = %name, language = %language, directory = %directory.display(), files = files.len(), "created a plugin project");
 }
 
@@ -365,6 +367,10 @@ mod tests {
                 };
                 assert!(text("README.md").contains("kubectl get policies,configmaps"));
                 assert!(text("Makefile").contains("render --plugin plugin.wasm"));
+                assert!(
+                    text("Makefile")
+                        .contains("plugin check plugin.wasm --crd crd.yaml --world fixtures $(CHECK_FLAGS)")
+                );
                 assert!(text("crd.yaml").contains("name: policies.apps.example.org"));
             }
         }

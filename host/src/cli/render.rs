@@ -1,28 +1,14 @@
-//! `wasm-reconciler render`: one reconcile of a plugin on a world-view fixture, offline.
-//!
-//! A fixture is a YAML (or JSON) document:
-//!
-//! ```yaml
-//! primary: {apiVersion: ..., kind: ..., metadata: {...}, spec: {...}}
-//! children: []     # objects controlled by the primary, as the host would observe them
-//! objects: []      # further objects `get`/`list` can see (primary and children are visible too)
-//! config: {}       # plugin configuration (overridden by --config)
-//! deleting: false  # the primary is being deleted and carries the plugin's finalizer
-//! attempt: 0       # consecutive failures so far
-//! ```
+//! `wasm-reconciler render`: one reconcile of a plugin on a world-view fixture ([`crate::fixture`]), offline.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
-use serde::Deserialize;
-use serde_json::Value;
 
 use super::LimitArgs;
+use crate::fixture::{FixtureError, WorldFixture};
 use crate::plugin::object_key;
-use crate::plugin::{
-    EngineError, Gvk, Limits, LoadError, ObjectReader, Outcome, PluginEngine, ReconcileError, WorldView,
-};
+use crate::plugin::{EngineError, Limits, LoadError, ObjectReader, Outcome, PluginEngine, ReconcileError, WorldView};
 
 /// Arguments of `render`.
 #[derive(Debug, Args)]
@@ -40,60 +26,12 @@ pub struct RenderArgs {
     limits: LimitArgs,
 }
 
-/// A world-view fixture.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WorldFixture {
-    /// The primary object.
-    pub primary: Value,
-    /// Observed children.
-    #[serde(default)]
-    pub children: Vec<Value>,
-    /// Further objects visible to `get` and `list`.
-    #[serde(default)]
-    pub objects: Vec<Value>,
-    /// Plugin configuration.
-    #[serde(default)]
-    pub config: Option<Value>,
-    /// Whether the primary is being deleted.
-    #[serde(default)]
-    pub deleting: bool,
-    /// Consecutive failures so far.
-    #[serde(default)]
-    pub attempt: u32,
-}
-
 /// Why `render` produced no outcome.
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
-    /// A file could not be read.
-    #[error("reading {path}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The cause.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A fixture or config file does not parse.
-    #[error("{path} is not a valid {what}")]
-    Parse {
-        /// The file.
-        path: PathBuf,
-        /// What it should have been.
-        what: &'static str,
-        /// The cause.
-        #[source]
-        source: Box<serde_saphyr::Error>,
-    },
-    /// The fixture is well-formed YAML but not a usable world.
-    #[error("{path}: {message}")]
-    Fixture {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong.
-        message: String,
-    },
+    /// The fixture, the configuration or the component could not be read, or the fixture is no usable world.
+    #[error(transparent)]
+    Fixture(#[from] FixtureError),
     /// The engine could not start.
     #[error(transparent)]
     Engine(#[from] EngineError),
@@ -119,40 +57,8 @@ pub(super) fn run(args: &RenderArgs) -> Result<(), Box<dyn std::error::Error>> {
 
 /// Loads `plugin`, reads the fixture at `world` (and `config` if given) and runs one reconcile.
 pub fn render_file(plugin: &Path, world: &Path, config: Option<&Path>, limits: Limits) -> Result<Outcome, RenderError> {
-    let read = |path: &Path| {
-        std::fs::read(path).map_err(|source| RenderError::Read {
-            path: path.into(),
-            source,
-        })
-    };
-    let wasm = read(plugin)?;
-    let fixture: WorldFixture = serde_saphyr::from_slice(&read(world)?).map_err(|source| RenderError::Parse {
-        path: world.into(),
-        what: "world fixture",
-        source: Box::new(source),
-    })?;
-    let config = match config {
-        Some(path) => Some(
-            serde_saphyr::from_slice::<Value>(&read(path)?).map_err(|source| RenderError::Parse {
-                path: path.into(),
-                what: "plugin configuration",
-                source: Box::new(source),
-            })?,
-        ),
-        None => fixture.config.clone(),
-    };
-    let fixture_error = |message: String| RenderError::Fixture {
-        path: world.into(),
-        message,
-    };
-    if Gvk::of_object(&fixture.primary).is_none() {
-        return Err(fixture_error("`primary` needs `apiVersion` and `kind`".into()));
-    }
-    let config = config.unwrap_or_else(|| Value::Object(Default::default()));
-    if !config.is_object() {
-        return Err(fixture_error("the plugin configuration must be an object".into()));
-    }
-
+    let wasm = crate::fixture::read(plugin)?;
+    let fixture = WorldFixture::load(world, config)?;
     let engine = PluginEngine::new(None)?;
     let name = plugin
         .file_stem()
@@ -168,11 +74,14 @@ pub fn render_file(plugin: &Path, world: &Path, config: Option<&Path>, limits: L
             .chain(&fixture.objects)
             .cloned(),
     )
-    .map_err(fixture_error)?;
+    .map_err(|message| FixtureError::Invalid {
+        path: world.into(),
+        message,
+    })?;
     let view = WorldView {
         deleting: fixture.deleting,
         attempt: fixture.attempt,
-        ..WorldView::from_json(&fixture.primary, &fixture.children, &config)
+        ..WorldView::from_json(&fixture.primary, &fixture.children, &fixture.config())
     };
     let _span = tracing::info_span!("render", plugin = %name, object = %key).entered();
     Ok(loaded.reconcile(view, Arc::new(reader))?)
@@ -183,7 +92,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::plugin::ClusterReader;
+    use crate::plugin::{ClusterReader, Gvk};
 
     fn reader(fixture: &WorldFixture) -> Result<ObjectReader, String> {
         ObjectReader::new(

@@ -242,7 +242,8 @@ impl Serving {
                 self.metrics.set_shard_role("member", true);
                 self.health.set_leader(true);
                 let (term_rx, ender) = term_until_lost(member.clone(), stop.clone());
-                self.lead(term_rx, Some((&labels, &kinds_tx)), member_fence.clone()).await;
+                self.lead(term_rx, Some((&labels, &kinds_tx)), member_fence.clone())
+                    .await;
                 ender.abort();
                 self.metrics.set_shard_role("member", false);
                 self.health.set_leader(false);

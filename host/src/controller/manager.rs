@@ -13,8 +13,8 @@ use serde_json::Value;
 use tokio::sync::Mutex;
 
 use super::{Controller, ControllerOptions, Logic, StartError, Version};
-use crate::lease::Fence;
 use crate::delivery::{InstallError, Installed, Installer, PluginPackage, PluginSettings};
+use crate::lease::Fence;
 use crate::plugin::{ControllerSpec, Grants, OutboundCounters, PluginEngine, SecretVariables};
 use crate::runtime::Caches;
 use crate::runtime::cache::CacheError;

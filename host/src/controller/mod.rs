@@ -14,8 +14,8 @@ use serde_json::Value;
 use tracing::Instrument as _;
 
 pub use self::manager::Manager;
-use crate::lease::{Fence, Ticket};
 use crate::apply::{Applier, Apply, CallError, PluginCall};
+use crate::lease::{Fence, Ticket};
 use crate::plugin::{ClusterReader, ControllerSpec, Gvk, NativePlugin, Outcome, Plugin, ReconcileError, WorldView};
 use crate::runtime::workqueue::Item;
 use crate::runtime::{
@@ -606,10 +606,7 @@ impl Shared {
         self.dependencies.record(&primary.key, reader.take_reads());
         if reader.incomplete() {
             return Err(CallError::Incomplete(
-                self.whole_reads
-                    .as_ref()
-                    .map(WholeReads::loading)
-                    .unwrap_or_default(),
+                self.whole_reads.as_ref().map(WholeReads::loading).unwrap_or_default(),
             ));
         }
         Ok(result?)
@@ -640,7 +637,9 @@ impl Shared {
                 shared.load_whole(&runtime, gvk);
             }
         });
-        CacheReader::new(caches).with_ticket(ticket).pending(pending, on_pending)
+        CacheReader::new(caches)
+            .with_ticket(ticket)
+            .pending(pending, on_pending)
     }
 
     /// Starts loading the whole cache of `gvk` unless it is loading or loaded; once synced, its changes reach the

@@ -92,9 +92,7 @@ pub fn spawn(
             // The holder renews on schedule, or sooner when a renewal failed (before its fence closes); a candidate
             // looks again after the retry period.
             let pause = match fence.closes_at() {
-                Some(_) if *held_tx.borrow() && renewed => {
-                    period.saturating_sub(sent_elapsed(sent))
-                }
+                Some(_) if *held_tx.borrow() && renewed => period.saturating_sub(sent_elapsed(sent)),
                 Some(_) => Duration::from_millis(500),
                 None => RETRY,
             };
@@ -210,7 +208,9 @@ async fn try_hold(
     spec.lease_duration_seconds = Some(seconds);
     spec.renew_time = Some(now);
     // `replace` carries the resourceVersion read above: a concurrent change makes it a conflict.
-    let result = leases.replace(&election.lease_name, &PostParams::default(), &lease).await;
+    let result = leases
+        .replace(&election.lease_name, &PostParams::default(), &lease)
+        .await;
     if result.is_ok() {
         *observed = None;
     }

@@ -183,6 +183,9 @@ mod tests {
     #[test]
     fn reasons_read_as_one_line() {
         assert_eq!(NotReady::CachesNotSynced.to_string(), "caches not synced");
-        assert_eq!(Readiness::Standby.text(), "ok: standby, another replica holds the Lease");
+        assert_eq!(
+            Readiness::Standby.text(),
+            "ok: standby, another replica holds the Lease"
+        );
     }
 }

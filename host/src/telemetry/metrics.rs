@@ -338,6 +338,7 @@ impl Metrics {
             sent: counter(OUTBOUND_RESULTS[0]),
             denied: counter(OUTBOUND_RESULTS[1]),
             failed: counter(OUTBOUND_RESULTS[2]),
+            writes: Counter::default(),
         }
     }
 

@@ -178,7 +178,10 @@ mod tests {
         );
         health.set_leader(true);
         let (status, _, body) = get_path(app.clone(), "/readyz").await;
-        assert_eq!((status, body.as_str()), (StatusCode::SERVICE_UNAVAILABLE, "caches not synced\n"));
+        assert_eq!(
+            (status, body.as_str()),
+            (StatusCode::SERVICE_UNAVAILABLE, "caches not synced\n")
+        );
         health.set_synced(true);
         assert_eq!(get_path(app, "/readyz").await.0, StatusCode::OK);
     }

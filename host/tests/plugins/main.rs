@@ -1,6 +1,7 @@
 //! Plugin-tier tests: real components (example plugins, SDK round trip, misbehaving guests) run through the
 //! host's plugin runtime, `render` and the CLI.
 
+mod check;
 mod cli;
 mod misbehaving;
 mod outbound;

@@ -189,6 +189,24 @@ fn every_port_refuses_a_bad_spec_with_the_rust_plugin_error() {
             view(json!({"replicas": 3_000_000_000_u64, "template": template}), vec![]),
         ),
         (
+            "a template data key the API server refuses",
+            view(json!({"replicas": 1, "template": {"data": {"check key": "v"}}}), vec![]),
+        ),
+        (
+            "a template label value the API server refuses",
+            view(
+                json!({"replicas": 1, "template": {"metadata": {"labels": {"app": "-web"}}}}),
+                vec![],
+            ),
+        ),
+        (
+            "a template annotation key the API server refuses",
+            view(
+                json!({"replicas": 1, "template": {"metadata": {"annotations": {"Example.com/x": "v"}}}}),
+                vec![],
+            ),
+        ),
+        (
             "a child with numeric data",
             view(
                 json!({"replicas": 1, "template": template}),

@@ -1,8 +1,8 @@
 //! `wasm-reconciler plugin new` as a plugin author runs it, in each language: the project it writes builds with its
-//! own Makefile and the pinned tools, passes its own unit tests, and its component renders the scaffolded fixture to
-//! the scaffolded outcome. The Rust project then runs under `wasm-reconciler dev` as its README says: the CRD
-//! installs, the example object turns Ready with its ConfigMap, and the API server validates objects against the
-//! generated schema.
+//! own Makefile and the pinned tools, passes its own unit tests, its component renders the scaffolded fixture to the
+//! scaffolded outcome, and `make check` runs `plugin check` on it without a finding. The Rust project then runs
+//! under `wasm-reconciler dev` as its README says: the CRD installs, the example object turns Ready with its
+//! ConfigMap, and the API server validates objects against the generated schema.
 //!
 //! Build caches are reused between runs: the Rust project builds into `<target>/plugin-new`, the Python one uses the
 //! virtual environment `make polyglot` creates, the TypeScript one installs from npm's cache (`--offline`) with the
@@ -137,6 +137,16 @@ impl Scaffold {
     }
 }
 
+/// `make check` ran `plugin check` on the component, the CRD and the fixtures, which found nothing.
+fn assert_checked(output: &str) {
+    assert!(
+        output.contains("plugin check plugin.wasm --crd crd.yaml --world fixtures"),
+        "{output}"
+    );
+    assert!(output.contains("fixtures/create.world.yaml: settled after"), "{output}");
+    assert!(output.contains("no findings"), "{output}");
+}
+
 #[test]
 fn a_rust_project_tests_builds_renders_its_fixture_and_runs_under_dev() {
     let scaffold = Scaffold::new("greeter", "rust", &[]);
@@ -171,6 +181,7 @@ fn a_rust_project_tests_builds_renders_its_fixture_and_runs_under_dev() {
         "make check",
     );
     assert!(check.contains("render fixtures/create.world.yaml"), "{check}");
+    assert_checked(&check);
     let expected = scaffold.read("fixtures/create.outcome.yaml");
     std::fs::write(
         scaffold.path("fixtures/create.outcome.yaml"),
@@ -343,12 +354,14 @@ fn a_python_project_tests_builds_and_renders_its_fixture() {
 
     // The venv holds the pinned tools; the SDK comes from this checkout, as requirements.txt names it.
     let output = run_ok(
-        make(&scaffold.project, &["test", "build"])
+        make(&scaffold.project, &["test", "check"])
             .arg(format!("PYTHON={}", python.display()))
+            .arg(format!("WASM_RECONCILER={BINARY}"))
             .env("PYTHONPATH", sdk.join("src")),
-        "make test build (pytest; python -m wasm_reconciler build)",
+        "make test check (pytest; python -m wasm_reconciler build; render; plugin check)",
     );
     assert!(output.contains("5 passed"), "{output}");
+    assert_checked(&output);
     scaffold.assert_renders_the_expected_outcome();
 }
 
@@ -368,12 +381,17 @@ fn a_typescript_project_tests_builds_and_renders_its_fixture() {
     );
 
     // package-lock.json pins the tools at the repository's versions; npm takes them from its cache.
+    let with_binary = format!("WASM_RECONCILER={BINARY}");
     let output = run_ok(
-        &mut make(&scaffold.project, &["test", "build", "NPM_INSTALL_FLAGS=--offline"]),
-        "make test build (npm install --offline, from the cache `make polyglot` fills; tsc; node --test; \
-         wasm-reconciler-build)",
+        &mut make(
+            &scaffold.project,
+            &["test", "check", "NPM_INSTALL_FLAGS=--offline", &with_binary],
+        ),
+        "make test check (npm install --offline, from the cache `make polyglot` fills; tsc; node --test; \
+         wasm-reconciler-build; render; plugin check)",
     );
     assert!(output.contains("# pass 5"), "{output}");
+    assert_checked(&output);
     let lock: Value = serde_json::from_str(&scaffold.read("package-lock.json")).unwrap();
     assert_eq!(lock["packages"]["node_modules/componentize-qjs"]["version"], "0.4.5");
     assert_eq!(lock["packages"]["node_modules/wasm-reconciler-sdk"]["link"], true);

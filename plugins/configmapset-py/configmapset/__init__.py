@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from wasm_reconciler import ControllerSpec, Error, Gvk, Outcome, Reconciler, WorldView, ensure
 
-from . import replicas, resource
+from . import keys, replicas, resource
 from .config_map import ConfigMapObject
 
 __all__ = ["CONFIG_MAP", "ConfigMapSetReconciler"]
@@ -40,5 +40,8 @@ class ConfigMapSetReconciler(Reconciler):
         ensure(spec.burst >= 1, f"spec.burst must be at least 1, got {spec.burst}")
         observed = [ConfigMapObject.from_child(child) for child in view.children(CONFIG_MAP)]
         if view.deleting:
+            # The drain writes no template, so a template the API server would refuse does not hold it up.
             return replicas.drain(view.name, spec, observed)
+        problem = keys.check_template(spec.template)
+        ensure(problem is None, problem or "")
         return replicas.converge(view.name, spec, observed)

@@ -169,6 +169,11 @@ def test_burst_defaults_to_ten(fixture: SetFixture) -> None:
         (lambda f: f.replicas("3"), 'reading the primary object: invalid type: string "3", expected i32'),
         (lambda f: f.replicas(2**31), "reading the primary object: invalid value: integer `2147483648`, expected i32"),
         (lambda f: f.burst(1.5), "reading the primary object: invalid type: floating point `1.5`, expected i32"),
+        (
+            lambda f: f.data("check key", "v"),
+            "spec.template.data: `check key` is not a valid ConfigMap key: at most 253 letters, digits, '-', '_' and "
+            "'.', and not `.` or `..`",
+        ),
     ],
 )
 def test_invalid_specs_are_plugin_errors(fixture: SetFixture, fixture_change, message: str) -> None:  # type: ignore[no-untyped-def]

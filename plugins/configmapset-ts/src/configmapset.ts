@@ -14,6 +14,7 @@
 import { ControllerSpec, ensure, Gvk, type Outcome, PluginError, type Reconciler, type WorldView } from "wasm-reconciler-sdk";
 
 import { fromChild } from "./configMap.js";
+import { checkTemplate } from "./keys.js";
 import { converge, drain } from "./replicas.js";
 import { FINALIZER, GROUP, KIND, specOf, VERSION } from "./resource.js";
 
@@ -36,6 +37,12 @@ export class ConfigMapSetReconciler implements Reconciler {
     ensure(spec.replicas >= 0, `spec.replicas must not be negative, got ${spec.replicas}`);
     ensure(spec.burst >= 1, `spec.burst must be at least 1, got ${spec.burst}`);
     const observed = view.children(CONFIG_MAP).map(fromChild);
-    return view.deleting ? drain(view.name, spec, observed) : converge(view.name, spec, observed);
+    if (view.deleting) {
+      // The drain writes no template, so a template the API server would refuse does not hold it up.
+      return drain(view.name, spec, observed);
+    }
+    const problem = checkTemplate(spec.template);
+    ensure(problem === null, problem ?? "");
+    return converge(view.name, spec, observed);
   }
 }

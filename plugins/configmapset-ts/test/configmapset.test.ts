@@ -248,6 +248,11 @@ describe("configmapset", () => {
       [new SetFixture().burst(1.5), "reading the primary object: invalid type: floating point `1.5`, expected i32"],
       [new SetFixture().burst(null), "reading the primary object: invalid type: null, expected i32"],
       [
+        new SetFixture().data("check key", "v"),
+        "spec.template.data: `check key` is not a valid ConfigMap key: at most 253 letters, digits, '-', '_' and " +
+          "'.', and not `.` or `..`",
+      ],
+      [
         new SetFixture().withChild({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "bad" }, data: 5 }),
         "reading child v1/ConfigMap bad: invalid type: integer `5`, expected a map",
       ],

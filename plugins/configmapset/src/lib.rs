@@ -7,6 +7,7 @@
 //! finalizer drains the children in bursts before the set goes away.
 
 pub mod config_map;
+pub mod keys;
 pub mod replicas;
 pub mod resource;
 
@@ -45,11 +46,12 @@ impl Reconciler for ConfigMapSetReconciler {
         );
         ensure!(spec.burst >= 1, "spec.burst must be at least 1, got {}", spec.burst);
         let observed: Vec<ConfigMapObject> = view.children_as(&config_map_kind())?;
-        Ok(if view.deleting() {
-            replicas::drain(view.name(), &spec, &observed)
-        } else {
-            replicas::converge(view.name(), &spec, &observed)
-        })
+        if view.deleting() {
+            // The drain writes no template, so a template the API server would refuse does not hold it up.
+            return Ok(replicas::drain(view.name(), &spec, &observed));
+        }
+        keys::check_template(&spec.template).map_err(Error::msg)?;
+        Ok(replicas::converge(view.name(), &spec, &observed))
     }
 }
 

@@ -69,6 +69,14 @@ pub struct ConfigMapTemplate {
 pub struct TemplateMetadata {
     /// Labels of every replica (the set label is added to them).
     #[serde(default)]
+    #[cfg_attr(
+        feature = "crd",
+        schemars(extend("additionalProperties" = {
+            "type": "string",
+            "maxLength": 63,
+            "pattern": "^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
+        }))
+    )]
     pub labels: BTreeMap<String, String>,
     /// Annotations of every replica.
     #[serde(default)]

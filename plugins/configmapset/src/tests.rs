@@ -261,6 +261,19 @@ fn invalid_specs_are_plugin_errors() {
     let no_spec = wasm_reconciler_sdk::WorldView::new(json!({"metadata": {"name": "x"}}));
     let error = ConfigMapSetReconciler::reconcile(no_spec).unwrap_err();
     assert!(error.message().starts_with("reading the primary object: "), "{error}");
+    let bad_key = ConfigMapSetReconciler::reconcile(SetFixture::test().data("check key", "v").view()).unwrap_err();
+    assert_eq!(
+        bad_key.message(),
+        "spec.template.data: `check key` is not a valid ConfigMap key: at most 253 letters, digits, '-', '_' and \
+         '.', and not `.` or `..`"
+    );
+}
+
+#[test]
+fn a_template_the_api_server_would_refuse_does_not_hold_up_the_drain() {
+    let fixture = SetFixture::test().data("check key", "v").with_replicas(0..1).deleting();
+    let outcome = ConfigMapSetReconciler::reconcile(fixture.view()).unwrap();
+    assert_eq!(outcome.desired_children(), Some(&[][..]));
 }
 
 #[test]

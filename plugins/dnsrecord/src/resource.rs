@@ -12,6 +12,16 @@ pub const KIND: &str = "DNSRecord";
 pub const FINALIZER: &str = "examples.wasm-reconciler.io/dns-record";
 /// `spec.ttl` when not given.
 pub const DEFAULT_TTL: u32 = 300;
+/// A domain name as the CRD admits it (labels of letters, digits, `-`, `_` and `*`, an optional trailing dot), so
+/// that the API server refuses what the plugin could only report as an invalid spec.
+#[cfg(feature = "crd")]
+const DOMAIN_PATTERN: &str = r"^([A-Za-z0-9_*-]{1,63}\.)*[A-Za-z0-9_*-]{1,63}\.?$";
+/// A record name: `@`, or a domain name as above.
+#[cfg(feature = "crd")]
+const NAME_PATTERN: &str = r"^(@|([A-Za-z0-9_*-]{1,63}\.)*[A-Za-z0-9_*-]{1,63}\.?)$";
+/// A record type: letters and digits.
+#[cfg(feature = "crd")]
+const TYPE_PATTERN: &str = r"^[A-Za-z0-9]+$";
 
 /// One record set (name and type) kept in a PowerDNS zone.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -40,12 +50,15 @@ pub const DEFAULT_TTL: u32 = 300;
 #[serde(rename_all = "camelCase")]
 pub struct DNSRecordSpec {
     /// The PowerDNS zone holding the record, e.g. `example.org.` (the trailing dot is optional).
+    #[cfg_attr(feature = "crd", schemars(length(max = 254), regex(pattern = DOMAIN_PATTERN)))]
     pub zone: String,
     /// The record's name: relative to the zone (`www`), `@` for the zone's apex, or fully qualified with a
     /// trailing dot (`www.example.org.`).
+    #[cfg_attr(feature = "crd", schemars(length(max = 254), regex(pattern = NAME_PATTERN)))]
     pub name: String,
     /// The record type: `A`, `AAAA`, `CNAME`, `TXT`, `MX`, ...
     #[serde(rename = "type")]
+    #[cfg_attr(feature = "crd", schemars(length(min = 1, max = 16), regex(pattern = TYPE_PATTERN)))]
     pub record_type: String,
     /// Time to live in seconds.
     #[serde(default = "default_ttl")]
@@ -53,7 +66,7 @@ pub struct DNSRecordSpec {
     pub ttl: u32,
     /// The records' contents in PowerDNS presentation format (`192.0.2.10`, `"some text"` for TXT, `target.` for
     /// CNAME).
-    #[cfg_attr(feature = "crd", schemars(length(min = 1)))]
+    #[cfg_attr(feature = "crd", schemars(length(min = 1), inner(length(min = 1))))]
     pub records: Vec<String>,
 }
 

@@ -91,6 +91,8 @@ pub struct Container {
     pub name: String,
     /// `image`.
     pub image: String,
+    /// `imagePullPolicy`, set by the plugin (see [`image_pull_policy`]).
+    pub image_pull_policy: &'static str,
     /// `ports`.
     pub ports: Vec<ContainerPort>,
     /// `envFrom`; left out when empty.
@@ -232,6 +234,7 @@ pub fn deployment(name: &str, spec: &WebAppSpec) -> Deployment {
                     containers: vec![Container {
                         name: CONTAINER_NAME.to_owned(),
                         image: spec.image.clone(),
+                        image_pull_policy: image_pull_policy(&spec.image),
                         ports: vec![ContainerPort {
                             name: PORT_NAME.to_owned(),
                             container_port: spec.port,
@@ -243,6 +246,36 @@ pub fn deployment(name: &str, spec: &WebAppSpec) -> Deployment {
             },
         },
     }
+}
+
+/// The pull policy Kubernetes gives a container that names none: `Always` for an image without a tag or tagged
+/// `latest`, `IfNotPresent` otherwise (a digest counts as a tag).
+///
+/// The plugin sets it itself. Left to the API server, it is defaulted once, from the image the Deployment was
+/// created with, and kept through later image changes: a WebApp moved from `shop:1.4` to `shop` (or `shop:latest`)
+/// kept `IfNotPresent`, where one created with `shop` gets `Always` — `plugin check` found that difference.
+pub fn image_pull_policy(image: &str) -> &'static str {
+    let without_digest = image.split('@').next().unwrap_or(image);
+    let has_digest = without_digest.len() != image.len();
+    // A tag follows the last ':' after the last '/' (a ':' before it is a registry's port).
+    let last_part = without_digest.rsplit('/').next().unwrap_or(without_digest);
+    let tag = last_part.split_once(':').map(|(_, tag)| tag);
+    match (has_digest, tag) {
+        (true, _) => "IfNotPresent",
+        (false, None | Some("latest")) => "Always",
+        (false, Some(_)) => "IfNotPresent",
+    }
+}
+
+/// A ConfigMap key: letters, digits, `-`, `_` and `.`, at most 253, not `.` or `..`.
+pub fn is_config_map_key(key: &str) -> bool {
+    !key.is_empty()
+        && key.len() <= 253
+        && key != "."
+        && key != ".."
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 /// The ClusterIP Service `<name>`, port → targetPort of the container.

@@ -50,6 +50,19 @@ impl Reconciler for WebAppReconciler {
             "spec.port must be between 1 and 65535, got {}",
             spec.port
         );
+        // The keys become the ConfigMap's: one the API server refuses would fail every write of it.
+        if let Some(key) = spec
+            .config
+            .iter()
+            .flatten()
+            .map(|(key, _)| key)
+            .find(|key| !children::is_config_map_key(key))
+        {
+            wasm_reconciler_sdk::bail!(
+                "spec.config: `{key}` is not a valid ConfigMap key: at most 253 letters, digits, '-', '_' and '.', \
+                 and not `.` or `..`"
+            );
+        }
         let name = view.name();
         let observed = ObservedDeployment::named(&view, name)?;
 

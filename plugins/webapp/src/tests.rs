@@ -194,4 +194,31 @@ fn invalid_specs_are_plugin_errors() {
     );
     let missing_image = AppFixture::test().spec_field("image", serde_json::Value::Null);
     assert!(error(missing_image).starts_with("reading the primary object: "));
+    assert_eq!(
+        error(AppFixture::test().config(&[("LOG LEVEL", "info")])),
+        "spec.config: `LOG LEVEL` is not a valid ConfigMap key: at most 253 letters, digits, '-', '_' and '.', and \
+         not `.` or `..`"
+    );
+}
+
+#[test]
+fn the_pull_policy_follows_the_image_as_kubernetes_defaults_it() {
+    use crate::children::image_pull_policy;
+    for (image, policy) in [
+        ("nginx:1.27", "IfNotPresent"),
+        ("nginx", "Always"),
+        ("nginx:latest", "Always"),
+        ("registry.example.com:5000/shop", "Always"),
+        ("registry.example.com:5000/shop:2", "IfNotPresent"),
+        ("shop@sha256:0123", "IfNotPresent"),
+    ] {
+        assert_eq!(image_pull_policy(image), policy, "{image}");
+    }
+    // The Deployment carries it, so a later image change changes it as a fresh Deployment would have it.
+    let pulled = |image: &str| {
+        let outcome = AppFixture::test().spec_field("image", json!(image)).reconcile();
+        desired(&outcome, "Deployment")["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"].clone()
+    };
+    assert_eq!(pulled("nginx:1.27"), "IfNotPresent");
+    assert_eq!(pulled("nginx"), "Always");
 }

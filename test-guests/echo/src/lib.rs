@@ -1,6 +1,7 @@
 //! A test plugin built with the SDK that exercises the whole contract and reports what it saw.
 //!
-//! Its configuration steers it: `fail` (return that error), `children` (desired children, verbatim),
+//! Its configuration steers it: `fail` (return that error), `children` (the desired set, verbatim; absent, the
+//! children are left alone),
 //! `reads` (objects to `get`: `{apiVersion, kind, namespace, name}`), `list` (`{apiVersion, kind, selector}`),
 //! `requeueAfterMs`, and `finalize` (report cleanup done when deleting). The status echoes the view.
 
@@ -114,13 +115,11 @@ impl Reconciler for Echo {
                 "Echoed",
                 format!("reconciled attempt {}", view.attempt()),
             ));
-        if let Some(children) = &config.children {
-            outcome = if children.is_empty() {
-                outcome.delete_all_children()
-            } else {
-                outcome.children(children)
-            };
-        }
+        outcome = match &config.children {
+            // The complete set, also when empty (which deletes every child).
+            Some(children) => outcome.children(children),
+            None => outcome.leave_children_alone(),
+        };
         if let Some(ms) = config.requeue_after_ms {
             outcome = outcome.requeue_after(Duration::from_millis(ms));
         }

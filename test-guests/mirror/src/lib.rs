@@ -5,7 +5,9 @@
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use wasm_reconciler_sdk::{Condition, ControllerSpec, Error, Gvk, Outcome, Reconciler, WorldView, export_reconciler, host};
+use wasm_reconciler_sdk::{
+    Condition, ControllerSpec, Error, Gvk, Outcome, Reconciler, WorldView, export_reconciler, host,
+};
 
 /// The kind a Mirror copies from and to.
 fn config_map() -> Gvk {
@@ -33,14 +35,18 @@ impl Reconciler for Mirror {
         let spec: Spec = serde_json::from_value(view.primary_json()["spec"].clone())?;
         let namespace = view.namespace().map(str::to_owned);
         let Some(source) = host::get_json(&config_map(), namespace.as_deref(), &spec.source)? else {
-            return Ok(Outcome::new().condition(Condition::status_false(
+            return Ok(Outcome::new().leave_children_alone().condition(Condition::status_false(
                 "Ready",
                 "SourceMissing",
-                &format!("ConfigMap {} does not exist", spec.source),
+                format!("ConfigMap {} does not exist", spec.source),
             )));
         };
         let data = source["data"].as_object().cloned().unwrap_or_else(Map::new);
-        let version = data.get("version").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let version = data
+            .get("version")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
         let copies = (0..spec.copies).map(|index| {
             json!({
                 "apiVersion": "v1", "kind": "ConfigMap",
@@ -54,7 +60,7 @@ impl Reconciler for Mirror {
             .condition(Condition::status_true(
                 "Ready",
                 "Mirrored",
-                &format!("{} copies of {}", spec.copies, spec.source),
+                format!("{} copies of {}", spec.copies, spec.source),
             )))
     }
 }

@@ -66,8 +66,8 @@ async fn embedded_server_answers_like_a_real_kube_apiserver() -> anyhow::Result<
     );
 
     let (real, embedded) = tokio::join!(Cluster::start_real(), Cluster::start_embedded(None));
-    let real = Server::new("real", true, real.context("starting the real control plane")?).await?;
-    let embedded = Server::new("embedded", false, embedded.context("starting the embedded API server")?).await?;
+    let real = Server::new("real", real.context("starting the real control plane")?).await?;
+    let embedded = Server::new("embedded", embedded.context("starting the embedded API server")?).await?;
     let clusters_ready = started.elapsed();
 
     let mut verdicts: BTreeMap<String, Verdict> = BTreeMap::new();

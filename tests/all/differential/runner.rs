@@ -20,15 +20,13 @@ pub struct Server {
     pub label: &'static str,
     /// The cluster (kept alive for the run).
     pub cluster: Cluster,
-    /// Whether it is the real control plane.
-    real: bool,
     client: kube::Client,
     discovery_cache: PathBuf,
 }
 
 impl Server {
     /// Wraps a started cluster.
-    pub async fn new(label: &'static str, real: bool, cluster: Cluster) -> anyhow::Result<Self> {
+    pub async fn new(label: &'static str, cluster: Cluster) -> anyhow::Result<Self> {
         let kubeconfig = kube::config::Kubeconfig::read_from(&cluster.kubeconfig)?;
         let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
         config.default_retry = false;
@@ -37,14 +35,13 @@ impl Server {
         Ok(Self {
             label,
             cluster,
-            real,
             client,
             discovery_cache,
         })
     }
 
-    /// Creates a namespace; on the real server also waits for the `default` ServiceAccount that its controller
-    /// adds (pods cannot be created before it exists).
+    /// Creates a namespace and waits for the `default` ServiceAccount and `kube-root-ca.crt` ConfigMap that both
+    /// servers' controllers add (pods cannot be created before the ServiceAccount exists).
     pub async fn create_namespace(&self, name: &str) -> anyhow::Result<()> {
         let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
         let created = self
@@ -61,13 +58,24 @@ impl Server {
             "creating namespace {name} on the {} server: {created}",
             self.label
         );
-        if self.real {
-            let path = format!("/api/v1/namespaces/{name}/serviceaccounts/default");
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        // Both servers' controllers give a new namespace its default ServiceAccount and kube-root-ca.crt soon after
+        // it is created; scenarios start once they are there.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        for (what, path) in [
+            (
+                "default ServiceAccount",
+                format!("/api/v1/namespaces/{name}/serviceaccounts/default"),
+            ),
+            (
+                "kube-root-ca.crt ConfigMap",
+                format!("/api/v1/namespaces/{name}/configmaps/kube-root-ca.crt"),
+            ),
+        ] {
             while self.send("GET", &path, None, None, None).await?["code"] != 200 {
                 anyhow::ensure!(
                     tokio::time::Instant::now() < deadline,
-                    "namespace {name} got no default ServiceAccount within 60s on the real server"
+                    "namespace {name} got no {what} within 60s on the {} server",
+                    self.label
                 );
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }

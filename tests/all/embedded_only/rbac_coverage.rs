@@ -83,7 +83,7 @@ async fn every_request_the_host_makes_is_granted_by_deploy_rbac() -> anyhow::Res
         "create  configmaps in demo",
         "delete  configmaps in demo",
         "create apps deployments in demo",
-        "patch coordination.k8s.io leases in wasm-reconciler",
+        "update coordination.k8s.io leases in wasm-reconciler",
     ] {
         assert!(
             used.contains(expected),

@@ -198,11 +198,12 @@ async fn a_host_killed_mid_convergence_is_succeeded_after_a_durable_restart() ->
     host.stop().await
 }
 
-/// A spec change made while a reconcile runs reaches the host first inside the response of that reconcile's own
-/// status write (the watch lags behind). Folding that response into the cache must not swallow the change: the
-/// watch event that follows is older than the cached object and is dropped, so the fold-in itself must re-queue.
+/// A spec change the lagging watch has not delivered: a reconcile of the stale cached object must not write a status
+/// computed from it (the write names the view's resourceVersion and is refused), and the change must not wait for the
+/// watch: the object read after the conflict is folded into the cache and re-queues the key; the watch events that
+/// follow are older than the cached object and are dropped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_spec_change_that_arrives_inside_the_hosts_own_status_write_is_reconciled() -> anyhow::Result<()> {
+async fn a_spec_change_the_watch_has_not_delivered_is_reconciled_after_the_conflict() -> anyhow::Result<()> {
     let cluster = Cluster::start_embedded(None).await?;
     let plugins = cluster.dir.path().join("plugins");
     install_test_plugin(
@@ -223,7 +224,9 @@ async fn a_spec_change_that_arrives_inside_the_hosts_own_status_write_is_reconci
     .await;
 
     // The host's watches fall behind; meanwhile a user edits the spec (generation 2) and a reconcile of the stale
-    // cached object (generation 1), started by a configuration reload, writes a new status.
+    // cached object (generation 1), started by a configuration reload, writes a new status. That write names the
+    // resourceVersion it was computed from, so it is refused; the host reads the object after the conflict and
+    // reconciles the edit while its watch still lags.
     let faults = cluster.embedded().faults();
     faults.pause_watches();
     echoes
@@ -241,18 +244,25 @@ async fn a_spec_change_that_arrives_inside_the_hosts_own_status_write_is_reconci
         "round: 2\n",
         None,
     )?;
-    let stale = wait_object(&echoes, "lagging", "a status written from the stale view", |echo| {
-        echo["status"]["echo"]["config"]["round"] == 2
-    })
+    let reconciled = wait_object(
+        &echoes,
+        "lagging",
+        "the edit reconciled with the watch paused",
+        |echo| echo["status"]["echo"]["config"]["round"] == 2,
+    )
     .await;
-    assert_eq!(stale["metadata"]["generation"], 2);
+    assert_eq!(
+        reconciled["status"]["echo"]["generation"], 2,
+        "a status computed from the stale view (generation 1) was written"
+    );
+    assert_eq!(reconciled["status"]["observedGeneration"], 2);
 
-    // Once the watch catches up its events are older than what the host holds; the edit is reconciled anyway.
+    // Once the watch catches up its events are older than what the host holds; nothing goes back.
     faults.resume_watches();
-    let caught_up = wait_object(&echoes, "lagging", "generation 2 reconciled", |echo| {
+    let settled = wait_object(&echoes, "lagging", "generation 2 still reconciled", |echo| {
         echo["status"]["echo"]["generation"] == 2
     })
     .await;
-    assert_eq!(caught_up["status"]["observedGeneration"], 2);
+    assert_eq!(settled["status"]["echo"]["config"]["round"], 2);
     host.stop().await
 }

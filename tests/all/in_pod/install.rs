@@ -111,12 +111,7 @@ impl Install {
         );
         let crd = example_crd("configmapset");
         cluster.kubectl_ok(&["apply", "--server-side", "-f", &crd]);
-        let manifest = pack_manifest(
-            wasm_reconciler_artifacts::CONFIGMAPSET,
-            "configmapset",
-            None,
-            true,
-        )?;
+        let manifest = pack_manifest(wasm_reconciler_artifacts::CONFIGMAPSET, "configmapset", None, true)?;
         kubectl_apply_stdin(&cluster.kubeconfig, &manifest)?;
         Ok(Self {
             method: Method::Helm,

@@ -1,5 +1,5 @@
 //! What a platform team does after installing the host, checked on Pods the kubelet runs: the rollout completes
-//! with the leader Ready and the standby not; the host configures itself in-cluster; the plugin delivered as a
+//! with both replicas Ready, one holding the Lease; the host configures itself in-cluster; the plugin delivered as a
 //! ConfigMap goes live and converges its objects; the logs are JSON lines naming plugin and object; the metrics
 //! Service answers inside the cluster network; deleting the leader Pod (gracefully, then by force) hands over; and a
 //! rollout restart while 1,000 ConfigMapSets churn loses nothing and never has two Pods take turns on one set.
@@ -12,13 +12,14 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-use crate::audit_log::{self as audit, turn_taking, writers_per_set};
-use super::install::{Install, Mode};
+use super::install::{Install, Method, Mode};
 use super::pods::{self, container_pid, resident_bytes, wait_leader, wait_pods};
-use super::{DEPLOYMENT, NAMESPACE};
+use super::{DEPLOYMENT, NAMESPACE, rollout_status};
+use crate::audit_log::{self as audit, turn_taking, writers_per_set};
 use crate::harness::{Cluster, wait_for};
 use crate::kinds::{configmapset, configmapset_resource, create_namespace, namespaced, set_ready_with};
-use crate::plugin_configmaps::plugin_events;
+use crate::plugin_configmaps::wait_plugin_loaded;
+use crate::telemetry_probe::sum_samples;
 
 /// How long the kubelet may take to pull, start and make Ready the host Pods.
 const ROLLOUT: Duration = Duration::from_secs(180);
@@ -29,6 +30,7 @@ const CHURN_SETS: usize = 1000;
 /// Where the journey's own objects live.
 const DEMO: &str = "demo";
 const CHURN: &str = "churn";
+const BULK: &str = "bulk";
 /// The host's ServiceAccount as the API server names it.
 const HOST_USER: &str = "system:serviceaccount:wasm-reconciler:wasm-reconciler";
 
@@ -38,16 +40,9 @@ pub async fn run(cluster: &Cluster, install: &Install) -> anyhow::Result<()> {
     let client = cluster.client().await?;
     let report = |line: String| println!("in_pod[{:?}]: {line}", install.method);
 
-    // The rollout completes although only one replica is ever Ready (the strategy lets it).
+    // The rollout completes: the leader and the standby are both Ready.
     let started = Instant::now();
-    cluster.kubectl_ok(&[
-        "-n",
-        NAMESPACE,
-        "rollout",
-        "status",
-        &format!("deployment/{DEPLOYMENT}"),
-        "--timeout=180s",
-    ]);
+    rollout_status(cluster, 180);
     let leader = wait_leader(&client, install.replicas, ROLLOUT).await;
     report(format!(
         "rollout complete, {leader} leads, {:.1} s after the install",
@@ -64,7 +59,7 @@ pub async fn run(cluster: &Cluster, install: &Install) -> anyhow::Result<()> {
     for name in &standby {
         let log = pods::logs(&client, name, false).await;
         assert!(
-            log.contains("waiting for the Lease"),
+            log.contains("waiting for the Lease") && !log.contains("holding the Lease; started"),
             "the standby {name} waits for the Lease; its log:\n{log}"
         );
     }
@@ -77,15 +72,14 @@ pub async fn run(cluster: &Cluster, install: &Install) -> anyhow::Result<()> {
         .unwrap_or_else(|| panic!("the leader logs how it connects; its log:\n{log}"));
     assert_eq!(connected["credentials"], "in-cluster service account", "{connected}");
     assert!(
-        connected["server"].as_str().is_some_and(|s| s.starts_with("https://10.96.0.1")),
+        connected["server"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("https://10.96.0.1")),
         "the host reaches the API server through the kubernetes Service: {connected}"
     );
 
     // The plugin delivered as a ConfigMap goes live, and its objects converge.
-    wait_for(CONVERGE, "the configmapset plugin to load", || async {
-        (!plugin_events(&client, "configmapset", "PluginLoaded").await.ok()?.is_empty()).then_some(())
-    })
-    .await;
+    wait_plugin_loaded(&client, "configmapset", CONVERGE).await;
     create_namespace(&client, DEMO).await?;
     let sets = namespaced(&client, DEMO, &configmapset_resource());
     for index in 0..5 {
@@ -116,12 +110,95 @@ pub async fn run(cluster: &Cluster, install: &Install) -> anyhow::Result<()> {
 
     // Deleting the leader Pod hands over: gracefully (SIGTERM, the Lease released), then by force.
     let graceful = hand_over(cluster, &client, install, &sets, &leader, false).await?;
-    report(format!("graceful deletion of the leader: handed over in {graceful:.1} s"));
+    report(format!(
+        "graceful deletion of the leader: handed over in {graceful:.1} s"
+    ));
     let leader = wait_leader(&client, install.replicas, ROLLOUT).await;
     let forced = hand_over(cluster, &client, install, &sets, &leader, true).await?;
     report(format!("forced deletion of the leader: handed over in {forced:.1} s"));
 
-    rollout_under_churn(cluster, &client, install, &report).await
+    rollout_under_churn(cluster, &client, install, &report).await?;
+    if install.method == Method::Kustomize {
+        memory_with_cached_objects(&client, install, &report).await?;
+    }
+    Ok(())
+}
+
+/// Objects in the leader's caches for the memory measurement.
+const CACHED_OBJECTS: f64 = 10_000.0;
+
+/// The leader's resident memory with 10,000 objects in its caches (plain ConfigMaps are added until its
+/// `wasm_reconciler_cache_objects` says so, read through the API server's proxy to the Pod): it must stay within
+/// the container's memory request, which deploy/deployment.yaml sizes from this measurement.
+async fn memory_with_cached_objects(
+    client: &kube::Client,
+    install: &Install,
+    report: &impl Fn(String),
+) -> anyhow::Result<()> {
+    let leader = wait_leader(client, install.replicas, ROLLOUT).await;
+    let metrics = || async {
+        let request = http::Request::get(format!(
+            "/api/v1/namespaces/{NAMESPACE}/pods/{leader}:9090/proxy/metrics"
+        ))
+        .body(Vec::new())
+        .expect("a valid request");
+        client.request_text(request).await.ok()
+    };
+    let cached = |text: &str| sum_samples(text, "wasm_reconciler_cache_objects", &[]);
+    let before = cached(&metrics().await.expect("the leader's metrics through the API server"));
+    create_namespace(client, BULK).await?;
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), BULK);
+    let missing = (CACHED_OBJECTS - before).max(0.0) as usize;
+    futures::stream::iter((0..missing).map(|index| {
+        let config_maps = config_maps.clone();
+        async move {
+            let object: ConfigMap = serde_json::from_value(json!({
+                "metadata": {"name": format!("bulk-{index:05}"), "labels": {"app": "bulk"}},
+                "data": {"index": index.to_string(), "note": "an object the host caches and nothing reconciles"},
+            }))?;
+            config_maps.create(&PostParams::default(), &object).await?;
+            anyhow::Ok(())
+        }
+    }))
+    .buffer_unordered(16)
+    .try_collect::<Vec<()>>()
+    .await?;
+    let total = wait_for(CONVERGE, "10,000 objects in the leader's caches", || async {
+        let total = cached(&metrics().await?);
+        (total >= CACHED_OBJECTS).then_some(total)
+    })
+    .await;
+    let pod = pods::pod(client, &leader).await.expect("the leader Pod");
+    let uid = pod.metadata.uid.clone().expect("a uid");
+    let resident = container_pid(&uid)
+        .and_then(resident_bytes)
+        .expect("the leader's resident memory");
+    let request = pod
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.containers[0].resources.as_ref())
+        .and_then(|resources| resources.requests.as_ref())
+        .and_then(|requests| requests.get("memory"))
+        .map(|quantity| quantity.0.clone())
+        .expect("a memory request");
+    let request_bytes = parse_mebibytes(&request) * 1024 * 1024;
+    report(format!(
+        "leader RSS with {total} cached objects: {:.1} MiB (memory request {request})",
+        resident as f64 / 1024.0 / 1024.0
+    ));
+    assert!(
+        resident < request_bytes,
+        "the leader's {resident} bytes with 10,000 cached objects exceed its memory request {request}"
+    );
+    Ok(())
+}
+
+/// `128Mi` → 128.
+fn parse_mebibytes(quantity: &str) -> u64 {
+    quantity
+        .strip_suffix("Mi")
+        .and_then(|number| number.parse().ok())
+        .unwrap_or_else(|| panic!("the memory request {quantity} is not in Mi"))
 }
 
 /// The Pod as the kubelet runs it: no kubeconfig anywhere, the downward API for identity and namespace, the
@@ -131,8 +208,12 @@ async fn check_pod_spec(client: &kube::Client, name: &str, node: Option<&str>) {
     let spec = pod.spec.as_ref().expect("a Pod has a spec");
     assert_eq!(spec.node_name.as_deref(), node, "the Pod runs on the harness's node");
     let container = &spec.containers[0];
-    let env: BTreeMap<&str, &k8s_openapi::api::core::v1::EnvVar> =
-        container.env.iter().flatten().map(|var| (var.name.as_str(), var)).collect();
+    let env: BTreeMap<&str, &k8s_openapi::api::core::v1::EnvVar> = container
+        .env
+        .iter()
+        .flatten()
+        .map(|var| (var.name.as_str(), var))
+        .collect();
     assert!(!env.contains_key("KUBECONFIG"), "no kubeconfig is given to the host");
     for (variable, field) in [("POD_NAME", "metadata.name"), ("POD_NAMESPACE", "metadata.namespace")] {
         let from = env[variable]
@@ -152,7 +233,10 @@ async fn check_pod_spec(client: &kube::Client, name: &str, node: Option<&str>) {
         .flatten()
         .map(|mount| mount.mount_path.as_str())
         .collect();
-    assert!(mounts.contains("/var/cache/wasm-reconciler"), "the artifact cache is a writable volume");
+    assert!(
+        mounts.contains("/var/cache/wasm-reconciler"),
+        "the artifact cache is a writable volume"
+    );
     // The process really runs as 65532 without capabilities.
     let uid = &pod.metadata.uid.clone().expect("a Pod has a uid");
     let pid = container_pid(uid).expect("the leader's host process is found");
@@ -167,7 +251,11 @@ async fn check_pod_spec(client: &kube::Client, name: &str, node: Option<&str>) {
     assert_eq!(field("Uid:"), "65532 65532 65532 65532");
     assert_eq!(field("CapEff:"), "0000000000000000");
     assert_eq!(field("NoNewPrivs:"), "1");
-    assert_eq!(field("Seccomp:"), "2", "the RuntimeDefault seccomp profile filters system calls");
+    assert_eq!(
+        field("Seccomp:"),
+        "2",
+        "the RuntimeDefault seccomp profile filters system calls"
+    );
 }
 
 /// Every log line, parsed: each must be a JSON object.
@@ -199,7 +287,12 @@ async fn create_set(sets: &Api<DynamicObject>, set: Value) -> anyhow::Result<()>
 
 /// Fetches `path` from the host's metrics Service from a Pod in `namespace`: a busybox Pod (built with the node,
 /// pulled from its registry) runs `wget` against the Service's cluster IP, and its log is the answer.
-async fn fetch_in_cluster(cluster: &Cluster, client: &kube::Client, namespace: &str, path: &str) -> anyhow::Result<String> {
+async fn fetch_in_cluster(
+    cluster: &Cluster,
+    client: &kube::Client,
+    namespace: &str,
+    path: &str,
+) -> anyhow::Result<String> {
     let service: Service = Api::<Service>::namespaced(client.clone(), NAMESPACE)
         .get("wasm-reconciler-metrics")
         .await?;
@@ -275,7 +368,7 @@ async fn hand_over(
             .then_some(())
     })
     .await;
-    wait_pods(client, install.replicas, 1, ROLLOUT).await;
+    wait_pods(client, install.replicas, install.replicas, ROLLOUT).await;
     Ok(took)
 }
 
@@ -309,16 +402,15 @@ async fn rollout_under_churn(
     })
     .await;
     let before: BTreeSet<String> = pods::host_pods(client).await.into_iter().map(|p| p.name).collect();
-    cluster.kubectl_ok(&["-n", NAMESPACE, "rollout", "restart", &format!("deployment/{DEPLOYMENT}")]);
-    let restarted = Instant::now();
     cluster.kubectl_ok(&[
         "-n",
         NAMESPACE,
         "rollout",
-        "status",
+        "restart",
         &format!("deployment/{DEPLOYMENT}"),
-        "--timeout=300s",
     ]);
+    let restarted = Instant::now();
+    rollout_status(cluster, 300);
     let leader = wait_leader(client, install.replicas, ROLLOUT).await;
     let rolled = restarted.elapsed().as_secs_f64();
     assert!(!before.contains(&leader), "the new leader is one of the new Pods");
@@ -367,37 +459,29 @@ async fn rollout_under_churn(
     Ok(())
 }
 
-/// Creates `CHURN_SETS` sets, edits a fifth of them (replicas and greeting) and deletes a tenth, in an interleaved
-/// order, as fast as the API server takes it; returns what each set should end as.
+/// Creates `CHURN_SETS` sets at a steady pace (about 15 s in all), then edits a fifth of them (replicas and
+/// greeting) and deletes a tenth, so that the creates, edits and deletes span the rollout; returns what each set
+/// should end as.
 async fn churn(sets: &Api<DynamicObject>) -> anyhow::Result<BTreeMap<String, Fate>> {
-    let mut fates = BTreeMap::new();
     let names: Vec<String> = (0..CHURN_SETS).map(|i| format!("set-{i:04}")).collect();
-    let create = futures::stream::iter(names.clone().into_iter().enumerate().map(|(index, name)| {
-        let sets = sets.clone();
-        async move {
-            let name = name.as_str();
-            let replicas = (index % 3 + 1) as u32;
-            let mut set = configmapset(name, replicas, 3, "v1");
-            set["metadata"]["namespace"] = json!(CHURN);
-            create_set(&sets, set).await?;
-            if index % 5 == 0 {
-                let patch = json!({"spec": {"replicas": 3 - index % 3, "template": {"data": {"greeting": "v2"}}}});
-                sets.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
-            }
-            if index % 10 == 7 {
-                sets.delete(name, &DeleteParams::default()).await?;
-            }
-            anyhow::Ok(())
-        }
-    }))
-    .buffer_unordered(8);
-    create.try_collect::<Vec<()>>().await?;
+    let mut pace = tokio::time::interval(Duration::from_millis(15));
+    for (index, name) in names.iter().enumerate() {
+        pace.tick().await;
+        let mut set = configmapset(name, (index % 3 + 1) as u32, 3, "v1");
+        set["metadata"]["namespace"] = json!(CHURN);
+        create_set(sets, set).await?;
+    }
+    let mut fates = BTreeMap::new();
     for (index, name) in names.iter().enumerate() {
         let fate = if index % 10 == 7 {
             Fate::Deleted
         } else if index % 5 == 0 {
+            pace.tick().await;
+            let replicas = (3 - index % 3) as u64;
+            let patch = json!({"spec": {"replicas": replicas, "template": {"data": {"greeting": "v2"}}}});
+            sets.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
             Fate::Exists {
-                replicas: (3 - index % 3) as u64,
+                replicas,
                 greeting: "v2".into(),
             }
         } else {
@@ -407,6 +491,12 @@ async fn churn(sets: &Api<DynamicObject>) -> anyhow::Result<BTreeMap<String, Fat
             }
         };
         fates.insert(name.clone(), fate);
+    }
+    for (name, fate) in &fates {
+        if *fate == Fate::Deleted {
+            pace.tick().await;
+            sets.delete(name, &DeleteParams::default()).await?;
+        }
     }
     Ok(fates)
 }
@@ -422,7 +512,10 @@ async fn wait_sets(client: &kube::Client, namespace: &str, fates: &BTreeMap<Stri
         let Err(why) = sets_settled(&sets, &config_maps, fates).await else {
             return;
         };
-        assert!(Instant::now() < deadline, "the sets of {namespace} did not settle in {timeout:?}: {why}");
+        assert!(
+            Instant::now() < deadline,
+            "the sets of {namespace} did not settle in {timeout:?}: {why}"
+        );
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }
@@ -434,7 +527,10 @@ async fn sets_settled(
     fates: &BTreeMap<String, Fate>,
 ) -> Result<(), String> {
     let listed = sets.list(&ListParams::default()).await.map_err(|e| e.to_string())?;
-    let children = config_maps.list(&ListParams::default()).await.map_err(|e| e.to_string())?;
+    let children = config_maps
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| e.to_string())?;
     let mut by_set: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     for child in children.items {
         let owner = child
@@ -466,17 +562,24 @@ async fn sets_settled(
         }
         let value = serde_json::to_value(&set).map_err(|e| e.to_string())?;
         let replicas = value["spec"]["replicas"].as_u64().unwrap_or_default();
-        let greeting = value["spec"]["template"]["data"]["greeting"].as_str().unwrap_or_default();
+        let greeting = value["spec"]["template"]["data"]["greeting"]
+            .as_str()
+            .unwrap_or_default();
         if let Some(Fate::Exists {
             replicas: want,
             greeting: wanted,
         }) = fates.get(&name)
             && (*want != replicas || wanted != greeting)
         {
-            return Err(format!("{name} has spec {replicas}/{greeting}, the churn left {want}/{wanted}"));
+            return Err(format!(
+                "{name} has spec {replicas}/{greeting}, the churn left {want}/{wanted}"
+            ));
         }
         if !set_ready_with(&value, replicas) {
-            return Err(format!("{name} is not Ready with {replicas} replicas: {}", value["status"]));
+            return Err(format!(
+                "{name} is not Ready with {replicas} replicas: {}",
+                value["status"]
+            ));
         }
         let mut expected: Vec<(String, String)> = (0..replicas)
             .map(|index| (format!("{name}-{index}"), greeting.to_owned()))

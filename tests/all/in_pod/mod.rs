@@ -33,10 +33,7 @@ pub const BUSYBOX: &str = "localhost:5000/busybox:kube-harness";
 /// The cache `deploy/image/build.sh` and `tests/kube/build.sh` write to.
 fn cache_dir() -> PathBuf {
     std::env::var_os("WASM_RECONCILER_CACHE").map_or_else(
-        || {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
-                .join(".cache/wasm-reconciler")
-        },
+        || PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/wasm-reconciler"),
         PathBuf::from,
     )
 }
@@ -75,6 +72,19 @@ impl Image {
             digest,
         })
     }
+}
+
+/// Waits, as a user does with `kubectl rollout status`, until the host's Deployment has rolled out (panics after
+/// `timeout_seconds`).
+pub fn rollout_status(cluster: &Cluster, timeout_seconds: u32) {
+    cluster.kubectl_ok(&[
+        "-n",
+        NAMESPACE,
+        "rollout",
+        "status",
+        &format!("deployment/{DEPLOYMENT}"),
+        &format!("--timeout={timeout_seconds}s"),
+    ]);
 }
 
 /// A real control plane with a node whose container runtime pulls from the registry `make image` pushed to.

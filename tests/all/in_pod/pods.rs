@@ -91,13 +91,13 @@ pub async fn wait_pods(client: &kube::Client, replicas: usize, ready: usize, tim
     .await
 }
 
-/// With leader election: waits until exactly one of `replicas` Pods is Ready and holds the Lease; returns its name.
+/// With leader election: waits until all `replicas` Pods run and are Ready (the standby too: it is ready to take
+/// over) and one of them holds the Lease; returns its name.
 pub async fn wait_leader(client: &kube::Client, replicas: usize, timeout: Duration) -> String {
-    wait_for(timeout, "one Ready host Pod holding the Lease", || async {
+    wait_for(timeout, "Ready host Pods, one holding the Lease", || async {
         let pods: Vec<HostPod> = host_pods(client).await.into_iter().filter(|p| !p.terminating).collect();
         let holder = lease_holder(client).await?;
-        let ready: Vec<&HostPod> = pods.iter().filter(|p| p.ready).collect();
-        (pods.len() == replicas && pods.iter().all(|p| p.running) && ready.len() == 1 && ready[0].name == holder)
+        (pods.len() == replicas && pods.iter().all(|p| p.running && p.ready) && pods.iter().any(|p| p.name == holder))
             .then_some(holder)
     })
     .await

@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::json;
 
-use crate::audit_log::{self as audit, turn_taking, writers_per_set};
 use super::install::{Install, Mode};
 use super::pods::{host_pods, wait_pods};
-use super::{DEPLOYMENT, Image, NAMESPACE, node_cluster};
+use super::{Image, NAMESPACE, node_cluster, rollout_status};
+use crate::audit_log::{self as audit, turn_taking, writers_per_set};
 use crate::harness::wait_for;
 use crate::kinds::{configmapset, configmapset_resource, create_namespace, namespaced, set_ready_with};
-use crate::plugin_configmaps::plugin_events;
+use crate::plugin_configmaps::wait_plugin_loaded;
 
 const SETS: usize = 300;
 const SHARDED: &str = "sharded";
@@ -48,20 +48,10 @@ async fn sharded_install_converges_and_survives_a_pod_deletion() -> anyhow::Resu
     let cluster = node_cluster().await?;
     let install = Install::kustomize(&cluster, &image, Mode::Sharded)?;
     let client = cluster.client().await?;
-    cluster.kubectl_ok(&[
-        "-n",
-        NAMESPACE,
-        "rollout",
-        "status",
-        &format!("deployment/{DEPLOYMENT}"),
-        "--timeout=180s",
-    ]);
+    rollout_status(&cluster, 180);
     // Every member is Ready.
     let pods = wait_pods(&client, install.replicas, install.replicas, SETTLE).await;
-    wait_for(SETTLE, "the configmapset plugin to load", || async {
-        (!plugin_events(&client, "configmapset", "PluginLoaded").await.ok()?.is_empty()).then_some(())
-    })
-    .await;
+    wait_plugin_loaded(&client, "configmapset", SETTLE).await;
     create_namespace(&client, SHARDED).await?;
     let sets = namespaced(&client, SHARDED, &configmapset_resource());
     let started = Instant::now();
@@ -69,9 +59,11 @@ async fn sharded_install_converges_and_survives_a_pod_deletion() -> anyhow::Resu
         let mut set = configmapset(&format!("set-{index:03}"), 1, 1, "sharded");
         set["metadata"]["namespace"] = json!(SHARDED);
         let object: DynamicObject = serde_json::from_value(set)?;
-        wait_for(Duration::from_secs(60), "the ConfigMapSet kind to be served", || async {
-            sets.create(&Default::default(), &object).await.ok().map(drop)
-        })
+        wait_for(
+            Duration::from_secs(60),
+            "the ConfigMapSet kind to be served",
+            || async { sets.create(&Default::default(), &object).await.ok().map(drop) },
+        )
         .await;
     }
     let members: BTreeSet<String> = pods.iter().map(|p| p.name.clone()).collect();

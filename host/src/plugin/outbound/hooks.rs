@@ -9,8 +9,8 @@ use wasmtime_wasi_http::p2::bindings::http::types::ErrorCode;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::connect::{self, RequestLimits, Sent};
-use crate::plugin::ClusterReader;
 use super::{Destination, Host, IoClock, OutboundCounters, OutboundPolicy, Scheme};
+use crate::plugin::ClusterReader;
 
 /// A response future as `wasi:http` expects it from [`WasiHttpHooks::send_request`].
 type ResponseFuture = Box<
@@ -132,10 +132,17 @@ impl WasiHttpHooks for OutboundHooks {
         };
         let policy = self.policy.clone();
         let counters = self.counters.clone();
+        let writes = !matches!(
+            *request.method(),
+            http::Method::GET | http::Method::HEAD | http::Method::OPTIONS
+        );
         let sending = async move {
             match connect::send(policy, destination.clone(), request, limits).await {
                 Sent::Response(response, driver) => {
                     counters.sent.inc();
+                    if writes && response.status().is_success() {
+                        counters.writes.inc();
+                    }
                     tracing::debug!(%destination, status = response.status().as_u16(), "outbound response");
                     Ok((response, driver))
                 }

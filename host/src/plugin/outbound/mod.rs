@@ -59,4 +59,8 @@ pub struct OutboundCounters {
     pub denied: Counter,
     /// Allowed requests that failed: connection refused, timeout, response over the size limit, budget spent.
     pub failed: Counter,
+    /// Of the requests that got a successful (2xx) response, those whose method may change something (neither GET,
+    /// HEAD nor OPTIONS). No metric shows it: `plugin check` reads it to tell a reconcile that changed the outside
+    /// world.
+    pub writes: Counter,
 }
