@@ -221,20 +221,23 @@ impl Applier {
                 Ok(updated) => {
                     let result = call(updated.clone(), false, ticket.clone()).await;
                     let confirmed = Confirmed(true);
-                    self.apply_result(ticket, &updated.dynamic(), result, false, confirmed).await
+                    self.apply_result(ticket, &updated.dynamic(), result, false, confirmed)
+                        .await
                 }
                 Err(error) => self.write_failed(error),
             },
             // Not being deleted, finalizer in place (or none declared): the plugin runs, its outcome is applied.
             FinalizerState::Apply => {
                 let result = call(cached.clone(), false, ticket.clone()).await;
-                self.apply_result(ticket, &cached.dynamic(), result, false, Confirmed(false)).await
+                self.apply_result(ticket, &cached.dynamic(), result, false, Confirmed(false))
+                    .await
             }
             // Being deleted and our finalizer still on: the plugin cleans up, its outcome is applied (a drain
             // deletes children in rounds), and once it answers `finalized` the finalizer is removed.
             FinalizerState::Cleanup => {
                 let result = call(cached.clone(), true, ticket.clone()).await;
-                self.apply_result(ticket, &cached.dynamic(), result, true, Confirmed(false)).await
+                self.apply_result(ticket, &cached.dynamic(), result, true, Confirmed(false))
+                    .await
             }
             // Being deleted without our finalizer: nothing of ours holds the object; garbage collection takes the
             // children.
@@ -382,7 +385,8 @@ impl Applier {
                         // it was last stored, at the resourceVersion the cache may already hold, so folding the answer
                         // in would change nothing: the cache would keep showing the finalizer, and a reconcile queued
                         // meanwhile would run the plugin's cleanup again.
-                        self.primary.record_delete(&key_of(primary), &primary.uid().unwrap_or_default());
+                        self.primary
+                            .record_delete(&key_of(primary), &primary.uid().unwrap_or_default());
                     } else {
                         self.primary.record_write(updated, None);
                     }
@@ -462,7 +466,9 @@ impl Applier {
                 source,
             })?;
         match current {
-            Some(current) if current.uid() == primary.uid() && current.resource_version() == primary.resource_version() => {
+            Some(current)
+                if current.uid() == primary.uid() && current.resource_version() == primary.resource_version() =>
+            {
                 Ok(())
             }
             Some(current) => {

@@ -195,7 +195,7 @@ pub async fn add_finalizer(
     .await
 }
 
-/// Removes `finalizer` from the primary, guarded by the position it is at. `None` when it was not there or the
+/// Removes `finalizer` from the primary, guarded by its uid and the position the finalizer is at. `None` when it was not there or the
 /// object is gone.
 pub async fn remove_finalizer(
     ticket: &Ticket,
@@ -208,7 +208,9 @@ pub async fn remove_finalizer(
     let Some(index) = primary.finalizers().iter().position(|f| f == finalizer) else {
         return Ok(None);
     };
+    // The uid guard: a primary deleted and created again under its name since the view keeps its finalizer.
     let operations = json!([
+        {"op": "test", "path": "/metadata/uid", "value": primary.uid().unwrap_or_default()},
         {"op": "test", "path": format!("/metadata/finalizers/{index}"), "value": finalizer},
         {"op": "remove", "path": format!("/metadata/finalizers/{index}")},
     ]);

@@ -1177,7 +1177,10 @@ mod tests {
             vec![listed(in_namespace("a", "x", "3")), listed(in_namespace("a", "y", "2"))],
             None,
         );
-        assert!(cache.get(&ObjectKey::new(Some("a"), "x")).is_none(), "a relist older than the delete brought it back");
+        assert!(
+            cache.get(&ObjectKey::new(Some("a"), "x")).is_none(),
+            "a relist older than the delete brought it back"
+        );
         assert_eq!(cache.len(), 1);
     }
 
@@ -1196,7 +1199,10 @@ mod tests {
         cache.record_write(dynamic(recreated), None);
         cache.replace_all(vec![listed(in_namespace("a", "x", "7"))], None);
         cache.apply_watched(dynamic(in_namespace("a", "x", "8")));
-        assert_eq!(&*cache.get(&ObjectKey::new(Some("a"), "x")).unwrap().meta.uid, "uid-new");
+        assert_eq!(
+            &*cache.get(&ObjectKey::new(Some("a"), "x")).unwrap().meta.uid,
+            "uid-new"
+        );
         // The old incarnation's deletion, delivered late, leaves the new one alone.
         cache.delete_watched(&dynamic(in_namespace("a", "x", "8")));
         assert_eq!(cache.len(), 1);

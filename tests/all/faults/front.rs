@@ -51,7 +51,6 @@ pub struct Write {
     /// Which run of that host: 0, then 1 after the first restart, …
     pub incarnation: u32,
     pub id: WriteId,
-    pub object: Option<ObjectKey>,
     /// The JSON body (`null` when there was none).
     pub body: Value,
     /// The HTTP status of the answer; 0 when the write was not forwarded (the host died first, or was dead).
@@ -162,7 +161,10 @@ struct FrontState {
 
 impl FrontState {
     fn violation(&self, text: String) {
-        self.violations.lock().unwrap_or_else(PoisonError::into_inner).push(text);
+        self.violations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(text);
     }
 
     fn view(&self) -> std::sync::MutexGuard<'_, View> {
@@ -220,7 +222,11 @@ impl Front {
         });
         let kubeconfig = dir.join(format!("{host}.kubeconfig"));
         wasm_reconciler_apiserver::write_kubeconfig(&kubeconfig, &url, None)?;
-        Ok(Self { kubeconfig, state, task })
+        Ok(Self {
+            kubeconfig,
+            state,
+            task,
+        })
     }
 
     /// Kills the host with `kill` right before or right after the first of its writes that `at` picks (given the
@@ -294,7 +300,6 @@ fn unavailable() -> Response {
         Some(HeaderValue::from_static("application/json")),
     )
 }
-
 
 async fn forward(State(state): State<Arc<FrontState>>, request: Request) -> Response {
     if state.severed.load(Ordering::SeqCst) {
@@ -411,7 +416,9 @@ async fn read(
 
 /// Records what a successful read delivered to the host: one object, or a list's items.
 fn deliver_read(state: &FrontState, resource: &ResourcePath, bytes: &Bytes) {
-    let Ok(value) = serde_json::from_slice::<Value>(bytes) else { return };
+    let Ok(value) = serde_json::from_slice::<Value>(bytes) else {
+        return;
+    };
     let mut view = state.view();
     match (&resource.name, &resource.subresource) {
         (Some(_), None) => {
@@ -487,7 +494,6 @@ async fn write(
         host: state.host.clone(),
         incarnation: state.incarnation.load(Ordering::SeqCst),
         id: id.clone(),
-        object: key.clone(),
         body: json_body.clone(),
         status,
         response,
@@ -715,11 +721,16 @@ async fn watch(
     };
     tokio::spawn(pump.run(Body::new(response_body), gate));
     let stream = futures::stream::unfold(receiver, |mut receiver| async move {
-        receiver.recv().await.map(|bytes| (Ok::<_, Infallible>(bytes), receiver))
+        receiver
+            .recv()
+            .await
+            .map(|bytes| (Ok::<_, Infallible>(bytes), receiver))
     });
     let mut response = Response::new(Body::from_stream(stream));
     if let Some(content_type) = response_parts.headers.get(header::CONTENT_TYPE) {
-        response.headers_mut().insert(header::CONTENT_TYPE, content_type.clone());
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, content_type.clone());
     }
     response
 }

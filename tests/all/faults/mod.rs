@@ -140,7 +140,8 @@ async fn every_plan_ends_as_its_reference() -> anyhow::Result<()> {
         .collect()
         .await;
 
-    let failed: Vec<&(Plan, Vec<String>, f64)> = results.iter().filter(|(_, problems, _)| !problems.is_empty()).collect();
+    let failed: Vec<&(Plan, Vec<String>, f64)> =
+        results.iter().filter(|(_, problems, _)| !problems.is_empty()).collect();
     for (plan, problems, seconds) in &failed {
         println!("FAILED {} ({seconds:.1} s):", plan.name);
         for problem in problems {
@@ -174,7 +175,12 @@ async fn every_plan_ends_as_its_reference() -> anyhow::Result<()> {
         results.len() - failed.len(),
         failed.len()
     );
-    anyhow::ensure!(failed.is_empty(), "{} of {} fault plans failed", failed.len(), results.len());
+    anyhow::ensure!(
+        failed.is_empty(),
+        "{} of {} fault plans failed",
+        failed.len(),
+        results.len()
+    );
     Ok(())
 }
 

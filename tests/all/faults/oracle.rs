@@ -57,7 +57,9 @@ pub fn judge(plan: &Plan, observation: &Observation, reference: &Observation) ->
                 )
             })
             .collect();
-        problems.push(format!("objects were created or deleted another number of times: {differing:?}"));
+        problems.push(format!(
+            "objects were created or deleted another number of times: {differing:?}"
+        ));
     }
     problems
 }
@@ -156,7 +158,10 @@ mod tests {
         let actual = Snapshot::from([("configmaps web-0".to_owned(), json!({"data": {"greeting": "hello"}}))]);
         let found = difference(&expected, &actual).unwrap();
         assert!(found.contains("configmaps web-1 is missing"), "{found}");
-        assert!(found.contains(".data.greeting is \"hello\", the reference has \"bye\""), "{found}");
+        assert!(
+            found.contains(".data.greeting is \"hello\", the reference has \"bye\""),
+            "{found}"
+        );
         assert_eq!(difference(&expected, &expected), None);
     }
 }

@@ -76,9 +76,7 @@ impl std::fmt::Display for ObjectKey {
 
 /// Whether a GET is a watch.
 pub fn is_watch(query: &str) -> bool {
-    query
-        .split('&')
-        .any(|pair| pair == "watch=true" || pair == "watch=1")
+    query.split('&').any(|pair| pair == "watch=true" || pair == "watch=1")
 }
 
 /// The value of one query parameter.
@@ -123,7 +121,11 @@ pub struct WriteId {
 
 impl std::fmt::Display for WriteId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {} {} #{}", self.action, self.resource, self.object, self.occurrence)
+        write!(
+            f,
+            "{} {} {} #{}",
+            self.action, self.resource, self.object, self.occurrence
+        )
     }
 }
 
@@ -166,13 +168,22 @@ mod tests {
         assert_eq!(core.name.as_deref(), Some("web-0"));
         let status = ResourcePath::parse("/apis/examples.io/v1/namespaces/fp1/sets/web/status").unwrap();
         assert_eq!(status.subresource.as_deref(), Some("status"));
-        assert_eq!(action("PATCH", "application/merge-patch+json", &status), "status/merge-patch");
+        assert_eq!(
+            action("PATCH", "application/merge-patch+json", &status),
+            "status/merge-patch"
+        );
         let collection = ResourcePath::parse("/api/v1/namespaces/fp1/configmaps").unwrap();
         assert_eq!(collection.name, None);
         let namespace = ResourcePath::parse("/api/v1/namespaces/fp1").unwrap();
-        assert_eq!((namespace.resource.as_str(), namespace.name.as_deref()), ("namespaces", Some("fp1")));
+        assert_eq!(
+            (namespace.resource.as_str(), namespace.name.as_deref()),
+            ("namespaces", Some("fp1"))
+        );
         assert!(ResourcePath::parse("/version").is_none());
         assert!(is_watch("labelSelector=a&watch=true&resourceVersion=5"));
-        assert_eq!(query_value("watch=true&resourceVersion=5", "resourceVersion"), Some("5"));
+        assert_eq!(
+            query_value("watch=true&resourceVersion=5", "resourceVersion"),
+            Some("5")
+        );
     }
 }

@@ -201,7 +201,11 @@ async fn choreograph(stage: &Stage, fault: &Fault) -> anyhow::Result<()> {
             let sources: Api<ConfigMap> = Api::namespaced(scene.client.clone(), &scene.namespace);
             for version in ["v7", "v8"] {
                 sources
-                    .patch("source", &PatchParams::default(), &Patch::Merge(json!({"data": {"version": version}})))
+                    .patch(
+                        "source",
+                        &PatchParams::default(),
+                        &Patch::Merge(json!({"data": {"version": version}})),
+                    )
                     .await?;
             }
             story.act(scene, 1).await?;
@@ -277,9 +281,11 @@ async fn recreate(scene: &super::story::Scene, name: &str) -> anyhow::Result<()>
         }
     }
     let again: ConfigMap = serde_json::from_value(value)?;
-    wait_for(SETTLE, &format!("{name} to be gone before it is created again"), || async {
-        api.create(&PostParams::default(), &again).await.ok()
-    })
+    wait_for(
+        SETTLE,
+        &format!("{name} to be gone before it is created again"),
+        || async { api.create(&PostParams::default(), &again).await.ok() },
+    )
     .await;
     Ok(())
 }

@@ -74,7 +74,14 @@ pub async fn run(
     // Every stage has a namespace of its own, which holds the ring's Leases and is the only one its plugin serves:
     // one ring name does for all.
     let accounts = environment.server == ServerKind::Real;
-    let stage = Stage::new(environment, Story::Configmapset, &["a", "b", "c"], &ring_args("ring"), accounts).await?;
+    let stage = Stage::new(
+        environment,
+        Story::Configmapset,
+        &["a", "b", "c"],
+        &ring_args("ring"),
+        accounts,
+    )
+    .await?;
     let result = play(environment, &stage, sharder, when).await;
     stage.keep_logs(logs);
     stage.tear_down().await;
@@ -90,7 +97,8 @@ async fn play(environment: &Environment, stage: &Stage, sharder: bool, when: Cra
     b.start()?;
     a.wait_ready(SETTLE).await;
     b.wait_ready(SETTLE).await;
-    let sets: Api<DynamicObject> = Api::namespaced_with(scene.client.clone(), &scene.namespace, &configmapset_resource());
+    let sets: Api<DynamicObject> =
+        Api::namespaced_with(scene.client.clone(), &scene.namespace, &configmapset_resource());
     let names = set_names(&scene.namespace, [&a.identity, &b.identity], &c.identity);
     let count = names.len();
     for name in names {
@@ -119,7 +127,10 @@ async fn play(environment: &Environment, stage: &Stage, sharder: bool, when: Cra
         }
     };
     let two = vec![a.identity.clone(), b.identity.clone()];
-    wait_for(SETTLE, "every set Ready on the first two replicas", || placed(two.clone())).await;
+    wait_for(SETTLE, "every set Ready on the first two replicas", || {
+        placed(two.clone())
+    })
+    .await;
 
     let leases: Api<Lease> = Api::namespaced(scene.client.clone(), &scene.namespace);
     let holder = leases
@@ -151,7 +162,10 @@ async fn play(environment: &Environment, stage: &Stage, sharder: bool, when: Cra
     }
     victim.kill();
     let live = vec![survivor.identity.clone(), c.identity.clone()];
-    let shares = wait_for(SETTLE, "every set Ready on the two live replicas", || placed(live.clone())).await;
+    let shares = wait_for(SETTLE, "every set Ready on the two live replicas", || {
+        placed(live.clone())
+    })
+    .await;
 
     let mut problems = Vec::new();
     if let Err(problem) = stage.wait_quiet(QUIET, SETTLE).await {
@@ -220,7 +234,9 @@ fn writers_from_fronts(writes: &[Write]) -> BTreeMap<String, Vec<String>> {
         if sharder {
             continue;
         }
-        let Some(set) = set_of(&write.id.resource, &write.id.object) else { continue };
+        let Some(set) = set_of(&write.id.resource, &write.id.object) else {
+            continue;
+        };
         let sequence = writers.entry(set).or_default();
         if sequence.last() != Some(&write.host) {
             sequence.push(write.host.clone());

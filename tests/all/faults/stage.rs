@@ -77,7 +77,10 @@ impl Environment {
         }
         let accounts: Api<ServiceAccount> = Api::namespaced(self.admin.clone(), namespace);
         accounts
-            .create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": identity}}))?)
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": identity}}))?,
+            )
             .await?;
         let binding: ClusterRoleBinding = serde_json::from_value(json!({
             "metadata": {"name": format!("fault-plans-{namespace}-{identity}")},
@@ -88,7 +91,9 @@ impl Environment {
             .create(&PostParams::default(), &binding)
             .await?;
         let args = ["-n", namespace, "create", "token", identity, "--duration=2h"];
-        let token = tokio::task::block_in_place(|| self.cluster.kubectl_ok(&args)).trim().to_owned();
+        let token = tokio::task::block_in_place(|| self.cluster.kubectl_ok(&args))
+            .trim()
+            .to_owned();
         let mut config = kube::Config::from_custom_kubeconfig(
             kube::config::Kubeconfig::read_from(&self.cluster.kubeconfig)?,
             &Default::default(),
@@ -249,7 +254,10 @@ impl Stage {
         let namespace = format!("fp-{index}");
         let namespaces: Api<Namespace> = Api::all(environment.admin.clone());
         namespaces
-            .create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": namespace}}))?)
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": namespace}}))?,
+            )
             .await?;
         let scene = Scene {
             client: environment.admin.clone(),

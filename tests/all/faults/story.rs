@@ -67,7 +67,9 @@ impl Scene {
     }
 
     fn powerdns(&self) -> &PowerDns {
-        self.powerdns.as_deref().expect("the dnsrecord story runs with a PowerDNS")
+        self.powerdns
+            .as_deref()
+            .expect("the dnsrecord story runs with a PowerDNS")
     }
 }
 
@@ -235,7 +237,11 @@ impl Story {
             (Self::Mirror, 1) => {
                 scene
                     .config_maps()
-                    .patch("source", &PatchParams::default(), &Patch::Merge(json!({"data": {"version": "v2"}})))
+                    .patch(
+                        "source",
+                        &PatchParams::default(),
+                        &Patch::Merge(json!({"data": {"version": "v2"}})),
+                    )
                     .await?;
             }
             _ => {
@@ -338,7 +344,12 @@ impl Story {
                 .all(|c| c.metadata.name.as_deref() == Some("source")),
             Self::Webapp => {
                 story_config_maps(scene).await?.is_empty()
-                    && scene.api(&deployment_resource()).list(&ListParams::default()).await?.items.is_empty()
+                    && scene
+                        .api(&deployment_resource())
+                        .list(&ListParams::default())
+                        .await?
+                        .items
+                        .is_empty()
                     && scene
                         .api(&service_resource())
                         .list(&ListParams::default())
@@ -392,9 +403,8 @@ impl Story {
             (Self::Webapp, _) => {
                 let image = if step == 0 { "nginx:1.27" } else { "nginx:1.28" };
                 let deployment = scene.api(&deployment_resource()).get_opt("shop").await?;
-                let deployed = deployment.is_some_and(|d| {
-                    d.data["spec"]["template"]["spec"]["containers"][0]["image"] == image
-                });
+                let deployed =
+                    deployment.is_some_and(|d| d.data["spec"]["template"]["spec"]["containers"][0]["image"] == image);
                 let service = scene.api(&service_resource()).get_opt("shop").await?.is_some();
                 let config = match step {
                     0 => names == ["shop-config"] && data("shop-config", "LOG_LEVEL").as_deref() == Some("info"),
@@ -444,7 +454,11 @@ impl Story {
         if self == Self::Dnsrecord {
             let (status, zone) = scene
                 .powerdns()
-                .api("GET", &format!("/api/v1/servers/localhost/zones/{}", scene.zone()), None)
+                .api(
+                    "GET",
+                    &format!("/api/v1/servers/localhost/zones/{}", scene.zone()),
+                    None,
+                )
                 .await?;
             anyhow::ensure!(status == 200, "reading zone {}: {status} {zone}", scene.zone());
             for rrset in zone["rrsets"].as_array().into_iter().flatten() {
@@ -484,7 +498,14 @@ async fn story_config_maps(scene: &Scene) -> anyhow::Result<Vec<ConfigMap>> {
 /// An object with what differs between runs taken out: identities, versions, times, addresses, the namespace.
 fn normalize(mut object: Value, namespace: &str) -> Value {
     if let Some(metadata) = object["metadata"].as_object_mut() {
-        for field in ["uid", "resourceVersion", "creationTimestamp", "managedFields", "namespace", "selfLink"] {
+        for field in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "managedFields",
+            "namespace",
+            "selfLink",
+        ] {
             metadata.remove(field);
         }
         if let Some(owners) = metadata.get_mut("ownerReferences").and_then(Value::as_array_mut) {
