@@ -15,6 +15,8 @@ pub struct Write {
     pub user: String,
     /// `configmaps`, `configmapsets`, …
     pub resource: String,
+    /// `status`, …; empty for the object itself.
+    pub subresource: String,
     pub namespace: String,
     pub name: String,
     /// `requestReceivedTimestamp`, RFC 3339 with microseconds (sorts as text).
@@ -59,6 +61,7 @@ pub fn writes(path: &Path) -> anyhow::Result<Vec<Write>> {
                 .to_owned(),
             user: event["user"]["username"].as_str().unwrap_or_default().to_owned(),
             resource: object["resource"].as_str().unwrap_or_default().to_owned(),
+            subresource: object["subresource"].as_str().unwrap_or_default().to_owned(),
             namespace: object["namespace"].as_str().unwrap_or_default().to_owned(),
             name: object["name"].as_str().unwrap_or_default().to_owned(),
             received: event["requestReceivedTimestamp"]
@@ -128,6 +131,7 @@ mod tests {
             } else {
                 "configmapsets".into()
             },
+            subresource: String::new(),
             namespace: "churn".into(),
             name: name.into(),
             received: received.into(),

@@ -37,11 +37,11 @@ pub struct HostProcess {
 
 impl HostProcess {
     /// Starts `wasm-reconciler run --kubeconfig KUBECONFIG --identity IDENTITY --metrics-addr … ARGS…`, logging
-    /// JSON lines to `dir/<identity>.log`.
+    /// JSON lines to `dir/<identity>.log` (appended to, so a restarted host's log follows its predecessor's).
     pub fn start(dir: &Path, kubeconfig: &Path, identity: &str, args: &[&str]) -> anyhow::Result<Self> {
         let telemetry = free_local_addr();
         let log = dir.join(format!("{identity}.log"));
-        let file = std::fs::File::create(&log)?;
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(&log)?;
         let child = std::process::Command::new(binary())
             .arg("run")
             .arg("--kubeconfig")

@@ -12,6 +12,7 @@ mod dnsrecord;
 mod echo_kind;
 mod embedded_only;
 mod failures;
+mod faults;
 mod fencing;
 mod harness;
 mod host_process;

@@ -81,6 +81,11 @@ pub trait Apply: Send + Sync {
     fn writer_id(&self) -> u64;
 }
 
+/// Whether the primary of a reconcile is known to exist: it is what the API server answered this reconcile's own write
+/// with (the finalizer just added), not only what the cache holds.
+#[derive(Debug, Clone, Copy)]
+struct Confirmed(bool);
+
 /// What one reconcile wrote.
 #[derive(Debug, Default, Clone, Copy)]
 struct Written {
@@ -215,20 +220,24 @@ impl Applier {
             FinalizerState::Add => match self.add_finalizer(ticket, &cached).await {
                 Ok(updated) => {
                     let result = call(updated.clone(), false, ticket.clone()).await;
-                    self.apply_result(ticket, &updated.dynamic(), result, false).await
+                    let confirmed = Confirmed(true);
+                    self.apply_result(ticket, &updated.dynamic(), result, false, confirmed)
+                        .await
                 }
                 Err(error) => self.write_failed(error),
             },
             // Not being deleted, finalizer in place (or none declared): the plugin runs, its outcome is applied.
             FinalizerState::Apply => {
                 let result = call(cached.clone(), false, ticket.clone()).await;
-                self.apply_result(ticket, &cached.dynamic(), result, false).await
+                self.apply_result(ticket, &cached.dynamic(), result, false, Confirmed(false))
+                    .await
             }
             // Being deleted and our finalizer still on: the plugin cleans up, its outcome is applied (a drain
             // deletes children in rounds), and once it answers `finalized` the finalizer is removed.
             FinalizerState::Cleanup => {
                 let result = call(cached.clone(), true, ticket.clone()).await;
-                self.apply_result(ticket, &cached.dynamic(), result, true).await
+                self.apply_result(ticket, &cached.dynamic(), result, true, Confirmed(false))
+                    .await
             }
             // Being deleted without our finalizer: nothing of ours holds the object; garbage collection takes the
             // children.
@@ -266,9 +275,10 @@ impl Applier {
         primary: &DynamicObject,
         result: Result<Outcome, CallError>,
         deleting: bool,
+        confirmed: Confirmed,
     ) -> Completion {
         match result {
-            Ok(outcome) => self.apply_outcome(ticket, primary, outcome, deleting).await,
+            Ok(outcome) => self.apply_outcome(ticket, primary, outcome, deleting, confirmed).await,
             Err(CallError::Incomplete(kind)) => {
                 tracing::debug!(%kind, "outcome discarded: a read kind is still loading");
                 Completion::Deferred {
@@ -294,6 +304,7 @@ impl Applier {
         primary: &DynamicObject,
         outcome: Outcome,
         deleting: bool,
+        confirmed: Confirmed,
     ) -> Completion {
         let Some(primary_ref) = PrimaryRef::of(primary, self.primary.resource()) else {
             tracing::warn!("primary lacks a name or uid; skipping");
@@ -314,7 +325,7 @@ impl Applier {
                     child.object["metadata"]["labels"][key.as_str()] = serde_json::json!(shard);
                 }
             }
-            match self.write_children(ticket, primary, &prepared).await {
+            match self.write_children(ticket, primary, &prepared, confirmed).await {
                 Ok(children) => written = children,
                 Err(error) => return self.children_failed(ticket, primary, error).await,
             }
@@ -369,7 +380,16 @@ impl Applier {
             {
                 Ok(Some(updated)) => {
                     tracing::info!(finalizer, "cleanup finished; finalizer removed");
-                    self.primary.record_write(updated, None);
+                    if updated.finalizers().is_empty() {
+                        // Its last finalizer gone, the object is deleted. A real API server answers with the object as
+                        // it was last stored, at the resourceVersion the cache may already hold, so folding the answer
+                        // in would change nothing: the cache would keep showing the finalizer, and a reconcile queued
+                        // meanwhile would run the plugin's cleanup again.
+                        self.primary
+                            .record_delete(&key_of(primary), &primary.uid().unwrap_or_default());
+                    } else {
+                        self.primary.record_write(updated, None);
+                    }
                 }
                 Ok(None) => {}
                 Err(error) => return self.write_failed(error),
@@ -382,14 +402,23 @@ impl Applier {
 
     /// Applies the desired children that changed, then deletes owned children no longer desired. Writes of one
     /// reconcile run concurrently (at most [`CHILD_WRITES_IN_FLIGHT`]); every started write finishes and is folded
-    /// into the cache, and the first failure is returned.
+    /// into the cache, and the first failure is returned. Before a child the cache lacks is created, the primary
+    /// is confirmed to exist (see [`Applier::confirm_primary`]) unless `confirmed` already says so.
     async fn write_children(
         &self,
         ticket: &Ticket,
         primary: &DynamicObject,
         prepared: &[PreparedChild],
+        confirmed: Confirmed,
     ) -> Result<Written, WriteError> {
         let primary_key = key_of(primary);
+        let creates = prepared.iter().any(|child| {
+            let child_key = ObjectKey::new(child.object["metadata"]["namespace"].as_str(), &child.name);
+            self.owned[&child.gvk].get(&child_key).is_none()
+        });
+        if creates && !confirmed.0 {
+            self.confirm_primary(primary).await?;
+        }
         let desired: HashSet<(&Gvk, &str)> = prepared.iter().map(|c| (&c.gvk, c.name.as_str())).collect();
         let mut applies = Vec::new();
         for child in prepared {
@@ -419,6 +448,41 @@ impl Applier {
             deleted,
             status: false,
         })
+    }
+
+    /// Reads the primary from the API server (a consistent read) before children are created for it: `Ok` when it is
+    /// still the object of the view. A primary without a finalizer can be gone while the cache still holds it: the
+    /// garbage collector deletes its children once it is, and their deletions may be delivered before its own (they
+    /// come through other watches). Creating those children again would make orphans the collector deletes once more.
+    /// When the primary is gone or changed, that is folded into the cache and the reconcile runs again from there.
+    async fn confirm_primary(&self, primary: &DynamicObject) -> Result<(), WriteError> {
+        let name = primary.name_any();
+        let current = self
+            .primary_api(primary)
+            .get_opt(&name)
+            .await
+            .map_err(|source| WriteError::Api {
+                what: format!("reading {name} before creating its children"),
+                source,
+            })?;
+        match current {
+            Some(current)
+                if current.uid() == primary.uid() && current.resource_version() == primary.resource_version() =>
+            {
+                Ok(())
+            }
+            Some(current) => {
+                tracing::debug!("the primary changed since the view; reconciling it again");
+                self.primary.record_write(current, None);
+                Err(WriteError::Moved { what: name })
+            }
+            None => {
+                tracing::debug!("the primary is gone; its children are not created again");
+                self.primary
+                    .record_delete(&key_of(primary), &primary.uid().unwrap_or_default());
+                Err(WriteError::Moved { what: name })
+            }
+        }
     }
 
     /// Whether `child` (of key `child_key`, hashing to `hash`) is exactly what was last applied for this primary
@@ -497,7 +561,7 @@ impl Applier {
     ) -> Result<(), WriteError> {
         let cache = &self.owned[gvk];
         let api = api_for(&self.client, cache, observed.key.namespace.as_deref());
-        writer::delete(ticket, &api, &gvk.kind, &observed.key.name, &observed.meta.uid).await?;
+        let remaining = writer::delete(ticket, &api, &gvk.kind, &observed.key.name, &observed.meta.uid).await?;
         tracing::debug!(child = %observed.key, kind = %gvk.kind, "child deleted");
         if let Some(children) = self
             .last_applied
@@ -507,7 +571,13 @@ impl Applier {
         {
             children.remove(&(gvk.clone(), observed.key.clone()));
         }
-        cache.record_delete(&observed.key, &observed.meta.uid);
+        match remaining {
+            // Still there until its finalizers are done: it is folded in as it is now, being deleted.
+            Some(terminating) => {
+                cache.record_write(terminating, None);
+            }
+            None => cache.record_delete(&observed.key, &observed.meta.uid),
+        }
         Ok(())
     }
 

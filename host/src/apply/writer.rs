@@ -28,6 +28,13 @@ pub enum WriteError {
         #[source]
         source: kube::Error,
     },
+    /// Not sent: the primary changed or went since the view (a read before the write showed it). Not an error: the
+    /// key is re-queued and reconciled from the newer state.
+    #[error("not writing for {what}: it changed since the view")]
+    Moved {
+        /// The primary.
+        what: String,
+    },
     /// Not sent: this replica may have lost the role it writes in. Not a failure of the object: the key is
     /// re-queued, and whoever holds the role now reconciles it.
     #[error("not writing {what}")]
@@ -45,7 +52,7 @@ impl WriteError {
     /// anything else; `None` for a conflict, which is no failure.
     pub fn reason(&self) -> Option<&'static str> {
         match self {
-            Self::Conflict { .. } | Self::Fenced { .. } => None,
+            Self::Conflict { .. } | Self::Moved { .. } | Self::Fenced { .. } => None,
             Self::Api { source, .. } if api_code(source) == Some(403) => Some("Forbidden"),
             Self::Api { .. } => Some("ApplyFailed"),
         }
@@ -99,8 +106,15 @@ pub async fn apply(
     })
 }
 
-/// Deletes `name` if it still has `uid`; a missing object is not an error.
-pub async fn delete(ticket: &Ticket, api: &Api<DynamicObject>, kind: &str, name: &str, uid: &str) -> Result<()> {
+/// Deletes `name` if it still has `uid`; a missing object is not an error. Returns the object when the API server
+/// kept it for its finalizers (it is being deleted, not gone); `None` when it is gone.
+pub async fn delete(
+    ticket: &Ticket,
+    api: &Api<DynamicObject>,
+    kind: &str,
+    name: &str,
+    uid: &str,
+) -> Result<Option<DynamicObject>> {
     allowed(ticket, || format!("delete of {kind} {name}"))?;
     let params = DeleteParams {
         preconditions: Some(Preconditions {
@@ -111,8 +125,10 @@ pub async fn delete(ticket: &Ticket, api: &Api<DynamicObject>, kind: &str, name:
         ..DeleteParams::default()
     };
     match api.delete(name, &params).await {
-        Ok(_) => Ok(()),
-        Err(error) if api_code(&error) == Some(404) => Ok(()),
+        Ok(answer) => Ok(answer
+            .left()
+            .filter(|object| object.metadata.deletion_timestamp.is_some() && !object.finalizers().is_empty())),
+        Err(error) if api_code(&error) == Some(404) => Ok(None),
         Err(error) => Err(WriteError::from_kube(format!("delete of {kind} {name}"), error)),
     }
 }
@@ -179,7 +195,7 @@ pub async fn add_finalizer(
     .await
 }
 
-/// Removes `finalizer` from the primary, guarded by the position it is at. `None` when it was not there or the
+/// Removes `finalizer` from the primary, guarded by its uid and the position the finalizer is at. `None` when it was not there or the
 /// object is gone.
 pub async fn remove_finalizer(
     ticket: &Ticket,
@@ -192,7 +208,9 @@ pub async fn remove_finalizer(
     let Some(index) = primary.finalizers().iter().position(|f| f == finalizer) else {
         return Ok(None);
     };
+    // The uid guard: a primary deleted and created again under its name since the view keeps its finalizer.
     let operations = json!([
+        {"op": "test", "path": "/metadata/uid", "value": primary.uid().unwrap_or_default()},
         {"op": "test", "path": format!("/metadata/finalizers/{index}"), "value": finalizer},
         {"op": "remove", "path": format!("/metadata/finalizers/{index}")},
     ]);

@@ -256,12 +256,12 @@ impl CachedObject {
         selector.matches_with(|key| self.meta.labels.get(key))
     }
 
-    /// True when `self` may replace `other` in the cache: another incarnation of the name, or not known to be
-    /// older.
+    /// True when `self` may replace `other` in the cache: not known to be older, and another incarnation of the
+    /// name or another version. Integer resourceVersions order every object of a kind (KEP-5504), so an older
+    /// incarnation never replaces a newer one (a relist read before a child was created again, say).
     fn supersedes(&self, other: &CachedObject) -> bool {
-        self.meta.uid != other.meta.uid
-            || (self.meta.resource_version != other.meta.resource_version
-                && !self.meta.resource_version.is_older_than(&other.meta.resource_version))
+        !self.meta.resource_version.is_older_than(&other.meta.resource_version)
+            && (self.meta.uid != other.meta.uid || self.meta.resource_version != other.meta.resource_version)
     }
 }
 
@@ -297,8 +297,11 @@ type Subscriber = Arc<dyn Fn(&CacheChange) + Send + Sync>;
 struct CacheState {
     objects: HashMap<ObjectKey, Arc<CachedObject>>,
     by_controller: HashMap<String, HashSet<ObjectKey>>,
-    /// Objects recently removed (uid, when): a write the host folds in afterwards, whose response was overtaken by
-    /// the deletion's watch event, must not bring them back.
+    /// Objects recently deleted from the API server (uid, when). A deleted uid never comes back, so nothing older
+    /// than the deletion may bring one back into the cache: not a write the host folds in after the deletion's
+    /// watch event overtook its response, not a watch event older than the host's own delete, not a relist that
+    /// was read before the deletion. (An object that only left a label-selected share is no tombstone: it may be
+    /// labelled back.)
     tombstones: HashMap<ObjectKey, (Box<str>, std::time::Instant)>,
 }
 
@@ -330,16 +333,20 @@ impl CacheState {
         old
     }
 
-    fn remove(&mut self, key: &ObjectKey) -> Option<Arc<CachedObject>> {
+    /// Removes the object of `key`; with `deleted` (it is gone from the API server, not only from this cache's
+    /// share), its uid is buried.
+    fn remove(&mut self, key: &ObjectKey, deleted: bool) -> Option<Arc<CachedObject>> {
         let old = self.objects.remove(key)?;
         if let Some(owner) = controller_uid(&old) {
             self.unindex(owner, key);
         }
-        if self.tombstones.len() >= TOMBSTONES_KEPT {
-            self.tombstones.retain(|_, (_, when)| when.elapsed() < TOMBSTONE_AGE);
+        if deleted {
+            if self.tombstones.len() >= TOMBSTONES_KEPT {
+                self.tombstones.retain(|_, (_, when)| when.elapsed() < TOMBSTONE_AGE);
+            }
+            self.tombstones
+                .insert(key.clone(), (old.meta.uid.clone(), std::time::Instant::now()));
         }
-        self.tombstones
-            .insert(key.clone(), (old.meta.uid.clone(), std::time::Instant::now()));
         Some(old)
     }
 
@@ -507,7 +514,7 @@ impl KindCache {
             && !object.selected_by(&selector.parsed)
         {
             // The write took the object out of this cache's share, as the watch will report.
-            self.record_delete(&object.key, &object.meta.uid);
+            self.remove_matching(&object.key, &object.meta.uid, false);
             return Some(object);
         }
         let old = {
@@ -530,14 +537,20 @@ impl KindCache {
         Some(object)
     }
 
-    /// Folds in a deletion the host just made.
+    /// Folds in a deletion the host just made (or found already made): the object of `key` with `uid` is gone.
     pub fn record_delete(&self, key: &ObjectKey, uid: &str) {
+        self.remove_matching(key, uid, true);
+    }
+
+    /// Removes the object of `key` if it is the incarnation `uid`; `deleted` says it is gone from the API server,
+    /// not only from this cache's share.
+    fn remove_matching(&self, key: &ObjectKey, uid: &str, deleted: bool) {
         let old = {
             let mut state = self.write();
             if state.objects.get(key).is_none_or(|cached| *cached.meta.uid != *uid) {
                 return;
             }
-            state.remove(key)
+            state.remove(key, deleted)
         };
         self.publish(&CacheChange {
             gvk: self.gvk.clone(),
@@ -608,11 +621,12 @@ impl KindCache {
         let object = Arc::new(object);
         let old = {
             let mut state = self.write();
-            if state
-                .objects
-                .get(&object.key)
-                .is_some_and(|cached| !object.supersedes(cached))
-            {
+            let stale = match state.objects.get(&object.key) {
+                Some(cached) => !object.supersedes(cached),
+                // An event older than the object's deletion (the host's own delete, folded in ahead of the watch).
+                None => state.is_buried(&object),
+            };
+            if stale {
                 return;
             }
             state.insert(object.clone())
@@ -630,7 +644,22 @@ impl KindCache {
             return;
         };
         let key = ObjectKey::new(object.metadata.namespace.as_deref(), name);
-        let old = self.write().remove(&key);
+        let uid = object.metadata.uid.as_deref().unwrap_or_default();
+        // A label-selected watch also reports an object that stopped matching as deleted: it left the share.
+        let deleted = self.selector.as_ref().is_none_or(|selector| {
+            selector
+                .parsed
+                .matches_with(|label| object.metadata.labels.as_ref()?.get(label).map(String::as_str))
+        });
+        let old = {
+            let mut state = self.write();
+            // The deletion of an earlier incarnation says nothing about the one cached now (the host may have
+            // created it again, and folded that in, before this event arrived).
+            if state.objects.get(&key).is_some_and(|cached| *cached.meta.uid != *uid) {
+                return;
+            }
+            state.remove(&key, deleted)
+        };
         if old.is_some() {
             self.publish(&CacheChange {
                 gvk: self.gvk.clone(),
@@ -656,7 +685,8 @@ impl KindCache {
                 .cloned()
                 .collect();
             for key in vanished {
-                let old = state.remove(&key);
+                // Gone from the list: deleted, or out of the share; nothing older than the list can follow it.
+                let old = state.remove(&key, false);
                 changes.push(CacheChange {
                     gvk: self.gvk.clone(),
                     old,
@@ -665,10 +695,14 @@ impl KindCache {
                 });
             }
             for object in fresh {
-                let unchanged = state.objects.get(&object.key).is_some_and(|cached| {
-                    cached.meta.uid == object.meta.uid && cached.meta.resource_version == object.meta.resource_version
-                });
-                if !unchanged {
+                // A list can be older than what the cache holds: the host's own writes are folded in as they are
+                // answered, also while a relist is on its way. It never takes an object back to an older version,
+                // nor brings back one the cache saw deleted.
+                let stale = match state.objects.get(&object.key) {
+                    Some(cached) => !object.supersedes(cached),
+                    None => state.is_buried(&object),
+                };
+                if !stale {
                     let old = state.insert(object.clone());
                     changes.push(CacheChange {
                         gvk: self.gvk.clone(),
@@ -1066,10 +1100,10 @@ mod tests {
             !first.supersedes(&cached(object("a", "x1", None))),
             "the same version is not"
         );
-        let mut recreated = object("a", "1", None);
+        let mut recreated = object("a", "x0", None);
         recreated["metadata"]["uid"] = json!("uid-other");
         assert!(
-            cached(recreated).supersedes(&cached(object("a", "9", None))),
+            cached(recreated).supersedes(&cached(object("a", "x1", None))),
             "a new incarnation always is"
         );
     }
@@ -1113,14 +1147,87 @@ mod tests {
         cache.delete_watched(&dynamic(in_namespace("a", "x", "2")));
         cache.record_write(dynamic(in_namespace("a", "x", "2")), None);
         assert!(cache.is_empty(), "a deleted object came back");
-        // A new object of that name is another incarnation, and the watch is always believed.
-        let mut recreated = in_namespace("a", "x", "3");
+        // A new object of that name is another incarnation, and the watch is believed about it.
+        let incarnation = |rv: &str| {
+            let mut recreated = in_namespace("a", "x", rv);
+            recreated["metadata"]["uid"] = json!("uid-new");
+            dynamic(recreated)
+        };
+        cache.record_write(incarnation("3"), None);
+        assert_eq!(cache.len(), 1);
+        cache.delete_watched(&incarnation("4"));
+        assert!(cache.is_empty());
+        let mut again = in_namespace("a", "x", "5");
+        again["metadata"]["uid"] = json!("uid-third");
+        cache.apply_watched(dynamic(again));
+        assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
+    fn nothing_older_than_the_hosts_own_delete_brings_an_object_back() {
+        let cache = KindCache::detached(config_map_kind(), true, None);
+        cache.apply_watched(dynamic(in_namespace("a", "x", "1")));
+        cache.apply_watched(dynamic(in_namespace("a", "y", "2")));
+        // The host deletes x and folds that in; the watch still has x's last change on its way, and a relist read
+        // before the deletion still lists it.
+        cache.record_delete(&ObjectKey::new(Some("a"), "x"), "uid-x");
+        cache.apply_watched(dynamic(in_namespace("a", "x", "3")));
+        assert_eq!(cache.len(), 1, "a watch event older than the delete brought it back");
+        cache.replace_all(
+            vec![listed(in_namespace("a", "x", "3")), listed(in_namespace("a", "y", "2"))],
+            None,
+        );
+        assert!(
+            cache.get(&ObjectKey::new(Some("a"), "x")).is_none(),
+            "a relist older than the delete brought it back"
+        );
+        assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
+    fn a_relist_never_takes_an_object_back_to_an_older_version() {
+        let cache = KindCache::detached(config_map_kind(), true, None);
+        cache.apply_watched(dynamic(in_namespace("a", "x", "5")));
+        // The host's write is answered while a relist, read before it, is on its way.
+        cache.record_write(dynamic(in_namespace("a", "x", "7")), None);
+        cache.replace_all(vec![listed(in_namespace("a", "x", "5"))], None);
+        let cached = cache.get(&ObjectKey::new(Some("a"), "x")).expect("still cached");
+        assert_eq!(cached.meta.resource_version, ResourceVersion::Integer(7));
+        // Nor to an older incarnation: the child deleted by someone and created again by the host.
+        let mut recreated = in_namespace("a", "x", "9");
         recreated["metadata"]["uid"] = json!("uid-new");
         cache.record_write(dynamic(recreated), None);
+        cache.replace_all(vec![listed(in_namespace("a", "x", "7"))], None);
+        cache.apply_watched(dynamic(in_namespace("a", "x", "8")));
+        assert_eq!(
+            &*cache.get(&ObjectKey::new(Some("a"), "x")).unwrap().meta.uid,
+            "uid-new"
+        );
+        // The old incarnation's deletion, delivered late, leaves the new one alone.
+        cache.delete_watched(&dynamic(in_namespace("a", "x", "8")));
         assert_eq!(cache.len(), 1);
-        cache.delete_watched(&dynamic(in_namespace("a", "x", "4")));
-        cache.apply_watched(dynamic(in_namespace("a", "x", "5")));
-        assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
+    fn an_object_that_left_the_share_can_come_back() {
+        let mut cache = KindCache::detached(config_map_kind(), true, None);
+        Arc::get_mut(&mut cache).expect("not shared yet").selector = Some(Selector {
+            text: "shard=a".into(),
+            parsed: wasm_reconciler_apiserver::selector::LabelSelector::parse("shard=a").unwrap(),
+        });
+        let labelled = |rv: &str, shard: &str| {
+            let mut object = in_namespace("n", "x", rv);
+            object["metadata"]["labels"] = json!({"shard": shard});
+            dynamic(object)
+        };
+        cache.apply_watched(labelled("1", "a"));
+        // Drained: the host's own write releases it, and the watch reports it as deleted (no longer selected).
+        cache.record_write(labelled("2", "b"), None);
+        cache.delete_watched(&labelled("2", "b"));
+        assert!(cache.is_empty());
+        // Moved back: labelled for this share again.
+        cache.apply_watched(labelled("3", "a"));
+        assert_eq!(cache.len(), 1, "an object that only left the share was buried");
     }
 
     #[test]
@@ -1160,7 +1267,7 @@ mod tests {
         state.insert(Arc::new(cached(object("a", "3", Some("o2")))));
         assert_eq!(state.by_controller["o1"].len(), 1);
         assert_eq!(state.by_controller["o2"].len(), 1);
-        state.remove(&ObjectKey::new(Some("ns"), "b"));
+        state.remove(&ObjectKey::new(Some("ns"), "b"), true);
         assert!(!state.by_controller.contains_key("o1"));
     }
 
