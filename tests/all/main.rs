@@ -36,4 +36,5 @@ mod sharding;
 mod sharding_reads;
 mod telemetry_probe;
 mod through_kubectl;
+mod unchanged_world;
 mod webapp;

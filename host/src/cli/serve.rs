@@ -278,7 +278,14 @@ impl Serving {
             Some(metrics.clone()),
             Some(options.identity.clone()),
         )
-        .with_fence(fence);
+        .with_fence(fence)
+        .with_namespace(
+            options
+                .configmap_namespace
+                .clone()
+                .or_else(|| options.leader_election.as_ref().map(|le| le.namespace.clone()))
+                .or_else(|| options.sharding.as_ref().map(|sharding| sharding.namespace.clone())),
+        );
         if let Some((labels, _)) = shard {
             manager = manager.with_shard(labels.clone());
         }

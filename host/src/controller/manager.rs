@@ -40,6 +40,8 @@ pub struct Manager {
     instance: Option<String>,
     shard: Option<ShardLabels>,
     fence: Fence,
+    /// The host's namespace: where a variable's Secret named without a namespace is read.
+    namespace: Option<String>,
     slots: Arc<Mutex<HashMap<String, Slot>>>,
 }
 
@@ -59,6 +61,7 @@ impl Manager {
             instance,
             shard: None,
             fence: Fence::always_open(),
+            namespace: None,
             slots: Arc::default(),
         }
     }
@@ -66,6 +69,13 @@ impl Manager {
     /// Every write of every controller is checked against `fence` (the leader's or the shard member's).
     pub fn with_fence(mut self, fence: Fence) -> Self {
         self.fence = fence;
+        self
+    }
+
+    /// The host's namespace (`run --namespace`): a variable `secret/key` reads that Secret there. Without it, the
+    /// client's default namespace.
+    pub fn with_namespace(mut self, namespace: Option<String>) -> Self {
+        self.namespace = namespace;
         self
     }
 
@@ -198,6 +208,7 @@ impl Manager {
                 .map_or_else(OutboundCounters::default, |metrics| metrics.outbound_counters(name)),
             variables: Arc::new(SecretVariables::new(
                 self.caches.client().clone(),
+                self.namespace.clone(),
                 settings.variables.clone(),
             )),
         }
@@ -248,6 +259,7 @@ impl Manager {
             concurrency: settings.concurrency,
             namespaces: settings.namespaces.clone(),
             resync: settings.resync,
+            always_call: settings.always_call,
             instance: self.instance.clone(),
             shard: self.shard.clone(),
             fence: self.fence.clone(),

@@ -17,10 +17,11 @@ pub use self::manager::Manager;
 use crate::apply::{Applier, Apply, CallError, PluginCall};
 use crate::lease::{Fence, Ticket};
 use crate::plugin::{ClusterReader, ControllerSpec, Gvk, NativePlugin, Outcome, Plugin, ReconcileError, WorldView};
+use crate::runtime::fingerprint::{self, Fingerprint};
 use crate::runtime::workqueue::Item;
 use crate::runtime::{
     CacheChange, CacheReader, CacheSync, CachedObject, Caches, Completion, Dependencies, KindCache, ObjectKey,
-    QueueConfig, QueueMetrics, Source, Subscription, WorkQueue, world_view,
+    QueueConfig, QueueMetrics, Read, Source, Subscription, WorkQueue, world_view,
 };
 use crate::shard::{ShardLabels, Standing};
 use crate::telemetry::Metrics;
@@ -78,6 +79,32 @@ impl Version {
             config: config.to_string().into(),
         }
     }
+
+    /// Whether a call may be skipped when it would be given what the last successful one was: the logic is a pure
+    /// function of its view, reads and configuration (contract 0.1, native). A contract 0.2 plugin acts outside the
+    /// cluster and reads variables, so it is always called.
+    fn skippable(&self) -> bool {
+        match &self.logic {
+            Logic::Wasm(plugin) => !plugin.contract().grants_outbound(),
+            Logic::Native(_) => true,
+        }
+    }
+
+    /// The logic (by digest) and configuration, as part of a view's fingerprint.
+    fn fingerprint(&self) -> Fingerprint {
+        fingerprint::version(self.logic.digest(), &self.config)
+    }
+}
+
+/// What a primary's last successful call was given, when nothing was left pending after it (no requeue asked, not
+/// deleting): the next call given the same is skipped, with its writes, since a pure plugin would answer the same
+/// and the host already wrote that answer.
+#[derive(Debug)]
+struct Clean {
+    /// The world view, and the version it was given to.
+    view: Fingerprint,
+    /// Each read, with its answer.
+    reads: Vec<(Read, Fingerprint)>,
 }
 
 /// How a controller runs.
@@ -89,6 +116,9 @@ pub struct ControllerOptions {
     pub namespaces: Option<Vec<String>>,
     /// Resync period overriding the plugin's own.
     pub resync: Option<Duration>,
+    /// Call the plugin on every reconcile, never skipping a call given what the last successful one was (see
+    /// [`Clean`]).
+    pub always_call: bool,
     /// The reporting instance for events (pod or host name).
     pub instance: Option<String>,
     /// Sharded mode: this replica's labels. The primary and owned kinds are then watched for this replica's share
@@ -105,6 +135,7 @@ impl Default for ControllerOptions {
             concurrency: 4,
             namespaces: None,
             resync: None,
+            always_call: false,
             instance: None,
             shard: None,
             fence: Fence::always_open(),
@@ -139,6 +170,10 @@ struct Shared {
     drains: Option<kube::Client>,
     /// Sharded mode: reads of kinds cached only for this replica's share, answered from whole caches.
     whole_reads: Option<WholeReads>,
+    /// Per primary, what its last successful call was given (see [`Clean`]).
+    clean: std::sync::Mutex<HashMap<ObjectKey, Arc<Clean>>>,
+    /// `reconcile_skipped_total` of the plugin.
+    skipped: Option<prometheus_client::metrics::counter::Counter>,
 }
 
 /// Sharded mode caches a plugin's primary and owned kinds for this replica's share only, but `host::get` and
@@ -287,6 +322,7 @@ impl Controller {
         let queue_metrics = metrics
             .as_ref()
             .map_or_else(QueueMetrics::default, |metrics| metrics.queue_metrics(name));
+        let skipped = metrics.as_ref().map(|metrics| metrics.skipped_counter(name));
         let shared = Arc::new(Shared {
             name: name.to_owned(),
             version: RwLock::new(Arc::new(version)),
@@ -301,6 +337,8 @@ impl Controller {
             metrics,
             drains,
             whole_reads,
+            clean: std::sync::Mutex::default(),
+            skipped,
         });
 
         let mut subscriptions = Vec::new();
@@ -361,6 +399,11 @@ impl Controller {
         self.shared.enqueue_all(Source::Change);
     }
 
+    /// Reconciles every primary again, as the resync period does (a call whose input did not change is skipped).
+    pub fn resync(&self) {
+        self.shared.enqueue_all(Source::Resync);
+    }
+
     /// Keys waiting in the queue.
     pub fn queue_depth(&self) -> usize {
         self.shared.queue.len()
@@ -409,7 +452,14 @@ async fn run_worker(shared: Arc<Shared>, worker: usize) {
             shard = tracing::field::Empty,
         );
         let started = Instant::now();
-        let completion = shared.reconcile(&item).instrument(span.clone()).await;
+        let Some(completion) = shared.reconcile(&item).instrument(span.clone()).await else {
+            // Skipped: nothing the plugin is given changed since its last successful call.
+            if let Some(skipped) = &shared.skipped {
+                skipped.inc();
+            }
+            shared.queue.done(&item.key, Completion::DONE);
+            continue;
+        };
         let elapsed = started.elapsed();
         span.in_scope(|| {
             tracing::debug!(
@@ -507,11 +557,12 @@ impl Shared {
         Some(ObjectKey::new(namespace, &owner.name))
     }
 
-    /// One reconcile: the primary from the cache, handed to the applier with the plugin call.
-    async fn reconcile(self: &Arc<Self>, item: &Item<ObjectKey>) -> Completion {
+    /// One reconcile: the primary from the cache, handed to the applier with the plugin call; `None` when it was
+    /// skipped (see [`Clean`]).
+    async fn reconcile(self: &Arc<Self>, item: &Item<ObjectKey>) -> Option<Completion> {
         let Some(primary) = self.primary.get(&item.key) else {
             self.forget(&item.key);
-            return Completion::DONE;
+            return Some(Completion::DONE);
         };
         if let Some(shard) = &self.options.shard {
             match shard.standing(&primary) {
@@ -521,20 +572,81 @@ impl Shared {
                 }
                 Standing::NotMine => {
                     self.forget(&item.key);
-                    return Completion::DONE;
+                    return Some(Completion::DONE);
                 }
                 // Acknowledged from the primary's own queue slot: no reconcile of it is in flight here.
-                Standing::Draining => return self.acknowledge_drain(shard, &primary).await,
+                Standing::Draining => return Some(self.acknowledge_drain(shard, &primary).await),
             }
         }
         let version = self.version.read().unwrap_or_else(PoisonError::into_inner).clone();
         let attempt = item.attempt;
-        let call: PluginCall<'_> =
-            Box::new(move |primary, deleting, ticket| self.call(primary, version, deleting, attempt, ticket).boxed());
-        self.applier.reconcile(primary, call).await
+        if self.unchanged(&primary, &version, attempt) {
+            tracing::debug!(
+                "skipped: the plugin's view, reads and configuration are those of its last successful call"
+            );
+            return None;
+        }
+        let clean: Arc<std::sync::Mutex<Option<Clean>>> = Arc::default();
+        let called = clean.clone();
+        let call: PluginCall<'_> = Box::new(move |primary, deleting, ticket| {
+            self.call(primary, version, deleting, attempt, ticket, called).boxed()
+        });
+        let completion = self.applier.reconcile(primary, call).await;
+        let clean = clean.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let mut records = self.clean.lock().unwrap_or_else(PoisonError::into_inner);
+        match (&completion, clean) {
+            (Completion::Success { requeue_after: None }, Some(clean)) => {
+                records.insert(item.key.clone(), Arc::new(clean));
+            }
+            _ => {
+                records.remove(&item.key);
+            }
+        }
+        Some(completion)
+    }
+
+    /// Whether the plugin would be given what its last successful call for `primary` was given, with nothing
+    /// pending: the same view (the primary and its children, the version and configuration), every read answering
+    /// as it did, not deleting, its finalizer in place, every kind watchable.
+    fn unchanged(&self, primary: &CachedObject, version: &Version, attempt: u32) -> bool {
+        if self.options.always_call
+            || !version.skippable()
+            || primary.meta.deleting
+            || self
+                .spec
+                .finalizer
+                .as_deref()
+                .is_some_and(|finalizer| !primary.meta.finalizers.iter().any(|f| **f == *finalizer))
+        {
+            return false;
+        }
+        let Some(clean) = self
+            .clean
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&primary.key)
+            .cloned()
+        else {
+            return false;
+        };
+        if self
+            .caches
+            .values()
+            .any(|cache| matches!(cache.sync_state(), CacheSync::Forbidden(_)))
+        {
+            return false;
+        }
+        let children = world_view::children(primary, &self.owned);
+        if clean.view != fingerprint::view(primary, &children, version.fingerprint(), attempt) {
+            return false;
+        }
+        let (caches, pending) = self.read_caches();
+        clean.reads.iter().all(|(read, _)| !pending.contains(read.gvk()))
+            && fingerprint::reads_unchanged(&clean.reads, &caches)
     }
 
     fn forget(&self, key: &ObjectKey) {
+        self.clean.lock().unwrap_or_else(PoisonError::into_inner).remove(key);
         self.queue.forget(key);
         self.dependencies.remove(key);
         self.applier.forget(key);
@@ -585,6 +697,7 @@ impl Shared {
         deleting: bool,
         attempt: u32,
         ticket: Ticket,
+        clean: Arc<std::sync::Mutex<Option<Clean>>>,
     ) -> Result<Outcome, CallError> {
         if let Some(message) = self.caches.values().find_map(|cache| match cache.sync_state() {
             CacheSync::Forbidden(message) => Some(message),
@@ -592,7 +705,11 @@ impl Shared {
         }) {
             return Err(CallError::Forbidden(message));
         }
-        let view = world_view::assemble(&primary, &self.owned, &version.config, deleting, attempt);
+        // The fingerprint is of the very objects the view is made of.
+        let children = world_view::children(&primary, &self.owned);
+        let skippable = version.skippable() && !deleting;
+        let view_fingerprint = fingerprint::view(&primary, &children, version.fingerprint(), attempt);
+        let view = world_view::of(&primary, &children, &version.config, deleting, attempt);
         let reader = Arc::new(self.reader(ticket));
         let call_reader: Arc<dyn ClusterReader> = reader.clone();
         let span = tracing::Span::current();
@@ -603,33 +720,31 @@ impl Shared {
                     message: format!("the reconcile task failed: {join}"),
                 })
             });
-        self.dependencies.record(&primary.key, reader.take_reads());
+        let reads = reader.take_reads();
+        self.dependencies
+            .record(&primary.key, reads.iter().map(|(read, _)| read.clone()).collect());
         if reader.incomplete() {
             return Err(CallError::Incomplete(
                 self.whole_reads.as_ref().map(WholeReads::loading).unwrap_or_default(),
             ));
         }
-        Ok(result?)
+        let outcome = result?;
+        if skippable && outcome.requeue_after.is_none() {
+            *clean.lock().unwrap_or_else(PoisonError::into_inner) = Some(Clean {
+                view: view_fingerprint,
+                reads,
+            });
+        }
+        Ok(outcome)
     }
 
     /// The reader of one reconcile: the caches of the declared kinds; in sharded mode the whole caches of the kinds
     /// cached for the share only, once loaded, and a request to load the others when they are read.
     fn reader(self: &Arc<Self>, ticket: Ticket) -> CacheReader {
-        let Some(whole_reads) = &self.whole_reads else {
+        if self.whole_reads.is_none() {
             return CacheReader::new(self.caches.clone()).with_ticket(ticket);
-        };
-        let mut caches = self.caches.clone();
-        let mut pending = std::collections::HashSet::new();
-        for (gvk, read) in whole_reads.kinds.lock().unwrap_or_else(PoisonError::into_inner).iter() {
-            match read {
-                WholeRead::Ready { cache, .. } => {
-                    caches.insert(gvk.clone(), cache.clone());
-                }
-                WholeRead::NotStarted | WholeRead::Loading => {
-                    pending.insert(gvk.clone());
-                }
-            }
         }
+        let (caches, pending) = self.read_caches();
         let weak = Arc::downgrade(self);
         let runtime = tokio::runtime::Handle::current();
         let on_pending: crate::runtime::OnPending = Arc::new(move |gvk: &Gvk| {
@@ -640,6 +755,26 @@ impl Shared {
         CacheReader::new(caches)
             .with_ticket(ticket)
             .pending(pending, on_pending)
+    }
+
+    /// The caches reads are answered from, and the kinds whose whole cache is not loaded yet (sharded mode).
+    fn read_caches(&self) -> (HashMap<Gvk, Arc<KindCache>>, std::collections::HashSet<Gvk>) {
+        let mut caches = self.caches.clone();
+        let mut pending = std::collections::HashSet::new();
+        let Some(whole_reads) = &self.whole_reads else {
+            return (caches, pending);
+        };
+        for (gvk, read) in whole_reads.kinds.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+            match read {
+                WholeRead::Ready { cache, .. } => {
+                    caches.insert(gvk.clone(), cache.clone());
+                }
+                WholeRead::NotStarted | WholeRead::Loading => {
+                    pending.insert(gvk.clone());
+                }
+            }
+        }
+        (caches, pending)
     }
 
     /// Starts loading the whole cache of `gvk` unless it is loading or loaded; once synced, its changes reach the

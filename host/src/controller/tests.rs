@@ -105,6 +105,16 @@ impl Fixture {
         }));
     }
 
+    /// An Echo carrying the plugin's finalizer, as the applier leaves it.
+    fn finalized_echo(&self, name: &str, rv: u32) {
+        self.echoes.insert_json(json!({
+            "apiVersion": "test.wasm-reconciler.io/v1", "kind": "Echo",
+            "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}"),
+                         "resourceVersion": rv.to_string(), "generation": 1,
+                         "finalizers": ["test.wasm-reconciler.io/echo"]},
+        }));
+    }
+
     fn child_of(&self, owner: &str, name: &str, rv: u32) {
         self.config_maps.insert_json(json!({
             "apiVersion": "v1", "kind": "ConfigMap",
@@ -116,6 +126,10 @@ impl Fixture {
     }
 
     fn start(&self, applier: Arc<FakeApplier>, config: Value) -> Controller {
+        self.start_with(applier, config, None)
+    }
+
+    fn start_with(&self, applier: Arc<FakeApplier>, config: Value, metrics: Option<Metrics>) -> Controller {
         let version = Version::new(
             Logic::Native(NativePlugin::new::<test_guest_echo::Echo>(Limits::default())),
             &config,
@@ -126,7 +140,7 @@ impl Fixture {
             self.caches.clone(),
             applier,
             ControllerOptions::default(),
-            None,
+            metrics,
             (None, None),
         )
     }
@@ -329,5 +343,79 @@ async fn a_kind_the_host_may_not_watch_fails_the_call_without_running_the_plugin
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    controller.stop().await;
+}
+
+/// Waits (up to ten seconds) until `counter` reaches `count`.
+async fn wait_for_count(counter: &prometheus_client::metrics::counter::Counter, count: u64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while counter.get() < count {
+        assert!(Instant::now() < deadline, "counted {} of {count}", counter.get());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_call_given_what_the_last_successful_one_was_given_is_skipped() {
+    let fixture = Fixture::new();
+    fixture.finalized_echo("a", 1);
+    fixture.child_of("a", "a-0", 2);
+    let applier = Arc::new(FakeApplier::default());
+    let metrics = Metrics::new();
+    let skipped = metrics.skipped_counter("echo");
+    let config = json!({"reads": [{"apiVersion": "v1", "kind": "Service", "namespace": "ns", "name": "s"}]});
+    let controller = fixture.start_with(applier.clone(), config, Some(metrics));
+    wait_for_reconciles(&applier, 1).await;
+
+    // A resync with nothing changed: not called, counted.
+    controller.shared.enqueue_all(Source::Resync);
+    wait_for_count(&skipped, 1).await;
+    assert_eq!(applier.seen().len(), 1);
+
+    // Whatever the plugin is given changes — a child, an object it read (absent before), the primary — it is called.
+    fixture.child_of("a", "a-0", 3);
+    wait_for_reconciles(&applier, 2).await;
+    fixture.caches[&Gvk::new("", "v1", "Service")].insert_json(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "s", "namespace": "ns", "uid": "uid-s", "resourceVersion": "4"},
+    }));
+    wait_for_reconciles(&applier, 3).await;
+    fixture.finalized_echo("a", 5);
+    wait_for_reconciles(&applier, 4).await;
+    controller.shared.enqueue_all(Source::Resync);
+    wait_for_count(&skipped, 2).await;
+    assert_eq!(applier.seen().len(), 4);
+
+    // A reconcile that failed (here: its writes) is not remembered: the retry calls the plugin.
+    applier
+        .answers
+        .lock()
+        .unwrap()
+        .push_back(Completion::Failure { reason: "ApplyFailed" });
+    fixture.child_of("a", "a-0", 6);
+    wait_for_reconciles(&applier, 6).await;
+    assert_eq!(skipped.get(), 2);
+
+    // Without its finalizer (someone removed it), the primary is always handed to the applier, which adds it.
+    fixture.echo("a", 7);
+    wait_for_reconciles(&applier, 7).await;
+    controller.shared.enqueue_all(Source::Resync);
+    wait_for_reconciles(&applier, 8).await;
+    assert_eq!(skipped.get(), 2);
+    controller.stop().await;
+}
+
+#[tokio::test]
+async fn a_plugin_asking_to_be_called_again_is_never_skipped() {
+    let fixture = Fixture::new();
+    fixture.finalized_echo("a", 1);
+    let applier = Arc::new(FakeApplier::default());
+    let metrics = Metrics::new();
+    let skipped = metrics.skipped_counter("echo");
+    let controller = fixture.start_with(applier.clone(), json!({"requeueAfterMs": 3_600_000}), Some(metrics));
+    wait_for_reconciles(&applier, 1).await;
+    controller.shared.enqueue_all(Source::Resync);
+    wait_for_reconciles(&applier, 2).await;
+    assert_eq!(skipped.get(), 0);
     controller.stop().await;
 }

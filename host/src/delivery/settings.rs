@@ -18,6 +18,9 @@ pub struct PluginSettings {
     pub concurrency: usize,
     /// Resync period overriding the plugin's.
     pub resync: Option<Duration>,
+    /// Call the plugin on every reconcile, even when nothing it is given changed since its last successful call
+    /// (`alwaysCall`; for a plugin that is not a pure function of its view, reads and configuration).
+    pub always_call: bool,
     /// Namespaces whose primaries are reconciled (all when `None`).
     pub namespaces: Option<Vec<String>>,
     /// Where a contract 0.2 plugin may send HTTP requests (`allowedOutboundHosts`, `blockedNetworks`): nowhere by
@@ -41,6 +44,7 @@ impl Default for PluginSettings {
             limits: Limits::default(),
             concurrency: 4,
             resync: None,
+            always_call: false,
             namespaces: None,
             outbound: OutboundPolicy::default(),
             variables: BTreeMap::new(),
@@ -75,6 +79,7 @@ struct RawSettings {
     max_outcome_size: Option<String>,
     concurrency: Option<u32>,
     resync: Option<String>,
+    always_call: Option<bool>,
     namespaces: Option<Vec<String>>,
     allowed_outbound_hosts: Option<Vec<String>>,
     blocked_networks: Option<Vec<String>>,
@@ -201,6 +206,7 @@ impl PluginSettings {
             limits,
             concurrency,
             resync,
+            always_call: raw.always_call.unwrap_or(false),
             namespaces: raw.namespaces,
             outbound,
             variables,

@@ -21,6 +21,8 @@ type SecretData = Option<BTreeMap<String, Vec<u8>>>;
 /// A plugin's variables, read from Secrets through the host's Kubernetes client.
 pub struct SecretVariables {
     client: kube::Client,
+    /// Where a reference without a namespace reads its Secret.
+    namespace: String,
     runtime: tokio::runtime::Handle,
     variables: BTreeMap<String, SecretKeyRef>,
     read: Mutex<HashMap<(String, String), (Instant, SecretData)>>,
@@ -35,11 +37,13 @@ impl fmt::Debug for SecretVariables {
 }
 
 impl SecretVariables {
-    /// Serves `variables` through `client`. A reference without a namespace means the client's default namespace:
-    /// the host's own in a cluster (its service account's), the kubeconfig's otherwise. Call it on the async
-    /// runtime: reads block on it from the plugin's thread.
-    pub fn new(client: kube::Client, variables: BTreeMap<String, SecretKeyRef>) -> Self {
+    /// Serves `variables` through `client`. A reference without a namespace reads its Secret in `namespace` (the
+    /// host's, `run --namespace`), or without one in the client's default namespace (the service account's in a
+    /// cluster, the kubeconfig's otherwise). Call it on the async runtime: reads block on it from the plugin's
+    /// thread.
+    pub fn new(client: kube::Client, namespace: Option<String>, variables: BTreeMap<String, SecretKeyRef>) -> Self {
         Self {
+            namespace: namespace.unwrap_or_else(|| client.default_namespace().to_owned()),
             client,
             runtime: tokio::runtime::Handle::current(),
             variables,
@@ -75,10 +79,7 @@ impl SecretVariables {
 impl VariableSource for SecretVariables {
     fn get(&self, name: &str) -> Result<String, String> {
         let reference = self.variables.get(name).ok_or_else(|| undefined_variable(name))?;
-        let namespace = reference
-            .namespace
-            .as_deref()
-            .unwrap_or_else(|| self.client.default_namespace());
+        let namespace = reference.namespace.as_deref().unwrap_or(&self.namespace);
         let secret = format!("Secret {namespace}/{}", reference.name);
         let data = self.secret(namespace, &reference.name).map_err(|error| match &error {
             kube::Error::Api(status) if status.is_forbidden() => format!(

@@ -30,6 +30,15 @@ pub enum Read {
     },
 }
 
+impl Read {
+    /// The kind read.
+    pub fn gvk(&self) -> &Gvk {
+        match self {
+            Self::Get { gvk, .. } | Self::List { gvk, .. } => gvk,
+        }
+    }
+}
+
 /// The namespace (or all) and selector of one `list`.
 type ListedScope = (Option<String>, LabelSelector);
 

@@ -7,6 +7,7 @@
 
 pub mod cache;
 mod dependencies;
+pub mod fingerprint;
 mod reader;
 pub mod workqueue;
 pub mod world_view;

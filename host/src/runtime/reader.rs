@@ -7,6 +7,7 @@ use wasm_reconciler_apiserver::selector::LabelSelector;
 
 use super::cache::{KindCache, ObjectKey};
 use super::dependencies::Read;
+use super::fingerprint::{self, Fingerprint};
 use crate::lease::Ticket;
 use crate::plugin::{ClusterReader, Gvk};
 
@@ -16,7 +17,8 @@ pub type OnPending = Arc<dyn Fn(&Gvk) + Send + Sync>;
 /// Reads for one reconcile. Kinds are checked against the plugin's declarations before this is reached.
 pub struct CacheReader {
     caches: HashMap<Gvk, Arc<KindCache>>,
-    reads: Mutex<Vec<Read>>,
+    /// Each read, with the fingerprint of its answer.
+    reads: Mutex<Vec<(Read, Fingerprint)>>,
     /// The reconcile's term: what the plugin does outside the cluster is allowed only while it allows writes.
     ticket: Option<Ticket>,
     /// Kinds whose whole cache is still loading (sharded mode: owned kinds hold only this replica's share), and whom
@@ -82,8 +84,8 @@ impl CacheReader {
         self
     }
 
-    /// What was read so far.
-    pub fn take_reads(&self) -> Vec<Read> {
+    /// What was read so far, each read with the fingerprint of what it answered.
+    pub fn take_reads(&self) -> Vec<(Read, Fingerprint)> {
         std::mem::take(&mut *self.reads.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
@@ -104,8 +106,11 @@ impl CacheReader {
         }
     }
 
-    fn record(&self, read: Read) {
-        self.reads.lock().unwrap_or_else(PoisonError::into_inner).push(read);
+    fn record(&self, read: Read, answer: Fingerprint) {
+        self.reads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((read, answer));
     }
 }
 
@@ -126,9 +131,10 @@ impl ClusterReader for CacheReader {
         }
         Self::check_watched(kind, cache, namespace)?;
         let key = ObjectKey::new(namespace, name);
-        let found = cache.get(&key).map(|object| object.json.to_string());
-        self.record(Read::Get { gvk: kind.clone(), key });
-        Ok(found)
+        let found = cache.get(&key);
+        let answer = fingerprint::got(found.as_deref());
+        self.record(Read::Get { gvk: kind.clone(), key }, answer);
+        Ok(found.map(|object| object.json.to_string()))
     }
 
     fn list(&self, kind: &Gvk, namespace: Option<&str>, label_selector: Option<&str>) -> Result<Vec<String>, String> {
@@ -138,17 +144,16 @@ impl ClusterReader for CacheReader {
             .map_err(|e| format!("label selector {:?}: {e}", label_selector.unwrap_or_default()))?;
         let namespace = if cache.namespaced() { namespace } else { None };
         Self::check_watched(kind, cache, namespace)?;
-        let mut objects: Vec<_> = cache
-            .list(namespace)
-            .into_iter()
-            .filter(|object| object.selected_by(&selector))
-            .collect();
-        objects.sort_by(|a, b| a.key.cmp(&b.key));
-        self.record(Read::List {
-            gvk: kind.clone(),
-            namespace: namespace.map(str::to_owned),
-            selector,
-        });
+        let objects = fingerprint::list_of(cache, namespace, &selector);
+        let answer = fingerprint::listed(&objects);
+        self.record(
+            Read::List {
+                gvk: kind.clone(),
+                namespace: namespace.map(str::to_owned),
+                selector,
+            },
+            answer,
+        );
         Ok(objects.iter().map(|object| object.json.to_string()).collect())
     }
 }

@@ -6,6 +6,32 @@ use std::sync::Arc;
 use super::cache::{CachedObject, KindCache};
 use crate::plugin::WorldView;
 
+/// The children of `primary`: the objects of the `owned` caches whose controller ownerReference has its uid, cache
+/// by cache, each sorted by key.
+pub fn children(primary: &CachedObject, owned: &[Arc<KindCache>]) -> Vec<Arc<CachedObject>> {
+    owned
+        .iter()
+        .flat_map(|cache| cache.controlled_by(&primary.meta.uid))
+        .collect()
+}
+
+/// The view of `primary` with its `children` (see [`children`]).
+pub fn of(
+    primary: &CachedObject,
+    children: &[Arc<CachedObject>],
+    config: &str,
+    deleting: bool,
+    attempt: u32,
+) -> WorldView {
+    WorldView {
+        primary: primary.json.to_string(),
+        children: children.iter().map(|child| child.json.to_string()).collect(),
+        config: config.to_owned(),
+        deleting,
+        attempt,
+    }
+}
+
 /// The view of `primary`: its children are the objects of the `owned` caches whose controller ownerReference
 /// has its uid.
 pub fn assemble(
@@ -15,18 +41,7 @@ pub fn assemble(
     deleting: bool,
     attempt: u32,
 ) -> WorldView {
-    let children = owned
-        .iter()
-        .flat_map(|cache| cache.controlled_by(&primary.meta.uid))
-        .map(|child| child.json.to_string())
-        .collect();
-    WorldView {
-        primary: primary.json.to_string(),
-        children,
-        config: config.to_owned(),
-        deleting,
-        attempt,
-    }
+    of(primary, &children(primary, owned), config, deleting, attempt)
 }
 
 #[cfg(test)]

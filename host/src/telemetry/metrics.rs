@@ -107,6 +107,7 @@ struct MetricsInner {
     reconcile: Family<PluginResultLabels, Counter>,
     reconcile_errors: Family<PluginReasonLabels, Counter>,
     reconcile_duration: DurationFamily,
+    reconcile_skipped: Family<PluginLabels, Counter>,
     workqueue_depth: Family<PluginLabels, Gauge>,
     workqueue_adds: Family<PluginLabels, Counter>,
     workqueue_retries: Family<PluginLabels, Counter>,
@@ -158,6 +159,13 @@ impl Metrics {
             "Time one reconcile took, from dequeue to the last API write, by plugin",
             Unit::Seconds,
             reconcile_duration.clone(),
+        );
+        let reconcile_skipped = Family::default();
+        registry.register(
+            "reconcile_skipped",
+            "Reconciles not run because the plugin's view, reads and configuration were the same as at its last \
+             successful call (contract 0.1 plugins), by plugin",
+            reconcile_skipped.clone(),
         );
         let workqueue_depth = Family::default();
         registry.register(
@@ -244,6 +252,7 @@ impl Metrics {
                 reconcile,
                 reconcile_errors,
                 reconcile_duration,
+                reconcile_skipped,
                 workqueue_depth,
                 workqueue_adds,
                 workqueue_retries,
@@ -308,6 +317,14 @@ impl Metrics {
             }
             _ => {}
         }
+    }
+
+    /// The series `plugin`'s skipped reconciles count into (`reconcile_skipped_total`), present from now on.
+    pub fn skipped_counter(&self, plugin: &str) -> Counter {
+        self.inner
+            .reconcile_skipped
+            .get_or_create(&plugin_labels(plugin))
+            .clone()
     }
 
     /// The series `plugin`'s workqueue reports to (`workqueue_depth`, `workqueue_adds_total`,
@@ -407,6 +424,7 @@ impl Metrics {
         }
         let labels = plugin_labels(plugin);
         inner.reconcile_duration.remove(&labels);
+        inner.reconcile_skipped.remove(&labels);
         inner.workqueue_depth.remove(&labels);
         inner.workqueue_adds.remove(&labels);
         inner.workqueue_retries.remove(&labels);

@@ -1,0 +1,95 @@
+//! No call for an unchanged world, the way a user runs the host: `wasm-reconciler run` with the mirror plugin
+//! delivered as a ConfigMap whose settings resync every second. The mirror reads a ConfigMap it does not own, so
+//! what its calls are given includes a read. Once the Mirrors have converged, resyncs skip every call (counted in
+//! `reconcile_skipped_total`; `reconcile_total` stands still), and a change to the read object, or a copy deleted
+//! by someone, is still followed.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+use crate::harness::{Cluster, wait_for};
+use crate::host_process::HostProcess;
+use crate::kinds::{MIRROR_CRD, create_namespace};
+use crate::mirror::{create_mirrors, wait_mirrored};
+use crate::plugin_configmaps::{HOST_NAMESPACE, apply_config_map, install_crd, packed};
+use crate::telemetry_probe::{http_get, sum_samples};
+
+const NAMESPACE: &str = "unchanged";
+const MIRRORS: usize = 5;
+
+/// `reconcile_total` and `reconcile_skipped_total` of the mirror plugin.
+async fn counts(host: &HostProcess) -> Option<(f64, f64)> {
+    let (_, metrics) = http_get(host.telemetry, "/metrics").await?;
+    let labels = ["plugin=\"mirror\""];
+    Some((
+        sum_samples(&metrics, "wasm_reconciler_reconcile_total", &labels),
+        sum_samples(&metrics, "wasm_reconciler_reconcile_skipped_total", &labels),
+    ))
+}
+
+/// Waits until the mirror plugin's skipped reconciles reach `skipped`; returns both counts then.
+async fn wait_skipped(host: &HostProcess, skipped: f64) -> (f64, f64) {
+    wait_for(
+        Duration::from_secs(60),
+        &format!("{skipped} skipped reconciles"),
+        || async { counts(host).await.filter(|(_, now)| *now >= skipped) },
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resyncs_of_an_unchanged_world_call_nothing_and_changes_are_still_followed() -> anyhow::Result<()> {
+    let cluster = Cluster::start().await?;
+    let admin = cluster.client().await?;
+    create_namespace(&admin, HOST_NAMESPACE).await?;
+    create_namespace(&admin, NAMESPACE).await?;
+    install_crd(&admin, MIRROR_CRD).await?;
+    let mut plugin = packed(wasm_reconciler_artifacts::MIRROR, "mirror", None, false)?;
+    plugin
+        .data
+        .get_or_insert_default()
+        .insert("settings.yaml".into(), "resync: 1s\n".into());
+    apply_config_map(&admin, &plugin).await?;
+    let sources: Api<ConfigMap> = Api::namespaced(admin.clone(), NAMESPACE);
+    let source: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "source"}, "data": {"version": "v1"}}))?;
+    sources.create(&PostParams::default(), &source).await?;
+
+    let host = HostProcess::start(cluster.dir.path(), &cluster.kubeconfig, "h0", &[])?;
+    host.wait_ready(Duration::from_secs(60)).await;
+    create_mirrors(&admin, NAMESPACE, MIRRORS, 2).await?;
+    wait_mirrored(&admin, NAMESPACE, MIRRORS, 2, "v1", Duration::from_secs(60)).await;
+
+    // Converged: from the first resync that finds every Mirror as its last call left it, every call is skipped.
+    let (_, skipped) = wait_skipped(&host, (2 * MIRRORS) as f64).await;
+    let (calls, skipped) = wait_skipped(&host, skipped + (2 * MIRRORS) as f64).await;
+    let (calls_after, skipped_after) = wait_skipped(&host, skipped + (3 * MIRRORS) as f64).await;
+    assert_eq!(
+        calls_after,
+        calls,
+        "the plugin was called during resyncs of an unchanged world ({} more skipped meanwhile)",
+        skipped_after - skipped
+    );
+
+    // What a call reads changes: every Mirror follows, though nothing it owns changed.
+    sources
+        .patch(
+            "source",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"version": "v2"}})),
+        )
+        .await?;
+    wait_mirrored(&admin, NAMESPACE, MIRRORS, 2, "v2", Duration::from_secs(60)).await;
+    // A child is deleted by someone: it comes back.
+    sources.delete("m0-copy-1", &DeleteParams::default()).await?;
+    wait_mirrored(&admin, NAMESPACE, MIRRORS, 2, "v2", Duration::from_secs(60)).await;
+    let (calls_now, _) = counts(&host).await.expect("metrics");
+    assert!(calls_now > calls_after, "the changes were reconciled by calls");
+    println!(
+        "unchanged_world: {calls_after} calls to converge, {skipped_after} resync reconciles skipped; {} calls to follow the changes",
+        calls_now - calls_after
+    );
+    Ok(())
+}
