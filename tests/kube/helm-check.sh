@@ -355,7 +355,7 @@ check_monitoring_matches_kustomize() {
 		expect "PrometheusRule spec = deploy/monitoring/rules.yaml" \
 			"$(jq -cS '.[] | select(.kind == "PrometheusRule") | .spec' "$work/monitoring.yaml.json")" "$(yq -cS . "$root/deploy/monitoring/rules.yaml")" &&
 		expect "dashboard = deploy/monitoring/dashboard.json" \
-			"$(jq -r '.[] | select(.kind == "ConfigMap" and .metadata.name == "wasm-reconciler-dashboard") | .data["wasm-reconciler.json"]' "$work/monitoring.yaml.json" | sha256sum)" \
+			"$(jq -j '.[] | select(.kind == "ConfigMap" and .metadata.name == "wasm-reconciler-dashboard") | .data["wasm-reconciler.json"]' "$work/monitoring.yaml.json" | sha256sum)" \
 			"$(sha256sum <"$root/deploy/monitoring/dashboard.json")" || return 1
 	# Non-default: another release, the Operator's selector label, the sidecar's namespace and folder annotation.
 	render "$work/monitoring-custom.yaml" edge "$chart" --namespace team-a \
