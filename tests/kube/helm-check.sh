@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Check of the Helm chart deploy/helm/wasm-reconciler with the real helm against a real kube-apiserver (the
 # harness of tests/kube): strict lint, schema refusals, rendering with default and non-default values, the
-# rendering compared with `kubectl kustomize deploy/` object by object, then install, upgrade, a second release
-# beside the first, and uninstall on a freshly started cluster, each object checked there with kubectl.
+# rendering compared with `kubectl kustomize deploy/` object by object (and, with monitoring on, with `kubectl
+# kustomize deploy/monitoring`), then install, upgrade, a second release beside the first, and uninstall on a
+# freshly started cluster, each object checked there with kubectl; the monitoring objects dry-run against the
+# Prometheus Operator's PrometheusRule CRD (from its Go module, downloaded with go).
 #
 #   tests/kube/helm-check.sh           (`make helm-check` first runs `make deploy-files`; KEEP=1 keeps the
 #                                       temporary directory with the cluster's logs and the normalised objects)
@@ -461,6 +463,32 @@ check_kustomize_accepted() {
 		kubectl apply -k "$root/deploy" --server-side --dry-run=server
 }
 
+# The PrometheusRule CRD of the Prometheus Operator, from its Go module (pinned by version and go.sum hash; the go
+# command also checks it against the checksum database): the real schema the Operator's users validate against.
+operator_module=github.com/prometheus-operator/prometheus-operator
+operator_version=v0.85.0
+operator_sum=h1:M5xLCLEoaW2IJfnuCwFzzpL+jSVQu3KGT84Pye+fW8s=
+check_monitoring_accepted() {
+	local download crd
+	download="$(cd "$work" && go mod download -json "$operator_module@$operator_version")" || { echo "$download"; return 1; }
+	expect "$operator_module@$operator_version hash" "$(jq -r .Sum <<<"$download")" "$operator_sum" || return 1
+	crd="$(jq -r .Dir <<<"$download")/example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml"
+	kubectl apply --server-side -f "$crd" &&
+		kubectl wait --for=condition=Established crd/prometheusrules.monitoring.coreos.com --timeout=60s &&
+		kubectl apply -k "$root/deploy/monitoring" --server-side --dry-run=server &&
+		"$helm" template wasm-reconciler "$chart" --namespace wasm-reconciler --show-only templates/monitoring.yaml \
+			--set monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true |
+		kubectl apply --server-side --dry-run=server -f - || return 1
+	# The schema is enforced: a `for` that is no duration is refused.
+	local output
+	if output="$(yq -y '.spec.groups[0].rules[0].for = "two minutes"' "$root/deploy/monitoring/prometheusrule.yaml" |
+		kubectl apply --server-side --dry-run=server -f - 2>&1)"; then
+		echo "a PrometheusRule with for: \"two minutes\" was accepted"
+		return 1
+	fi
+	contains "invalid for refused" "$output" "spec.groups[0].rules[0].for"
+}
+
 check_install() {
 	"$helm" install wasm-reconciler "$chart" --namespace wasm-reconciler --create-namespace \
 		--set examples.enabled=true --timeout 2m >"$work/install.out" 2>&1 || { cat "$work/install.out"; return 1; }
@@ -624,6 +652,7 @@ check "helm template --set monitoring.{prometheusRule,dashboard}.enabled=true ma
 check "helm template with non-default values" check_custom_values_rendered
 start_cluster
 check "kubectl apply -k deploy/ accepted by the API server (server-side dry run)" check_kustomize_accepted
+check "deploy/monitoring and the chart's monitoring objects accepted with the Prometheus Operator's PrometheusRule CRD (dry run)" check_monitoring_accepted
 check "helm install (examples on) accepted by the API server" check_install
 check "installed objects carry deploy/'s fields" check_installed_objects
 check "the pod template passes Pod Security restricted" check_pod_security
