@@ -51,8 +51,8 @@ dev: plugins polyglot build
 	$(CARGO_TARGET_DIR)/debug/wasm-reconciler dev --plugins-dir $(DEV_DIR)/plugins --kubeconfig-out $(DEV_DIR)/kubeconfig $(DEV_ARGS)
 
 ## test: everything CI runs — formatting, lints, every test (unit, plugin, API server, end to end on the embedded
-## API server and again on a real kube-apiserver, the differential conformance suite of the two servers, and the
-## DNSRecord plugin against a real PowerDNS).
+## API server and again on a real kube-apiserver, the differential conformance suite of the two servers, the
+## DNSRecord plugin against a real PowerDNS, and the alerts and dashboard evaluated by a real Prometheus).
 # Every cargo command of the run selects the whole workspace with TEST_FEATURES (the CRD generators, whose tests
 # check each plugin's crd.yaml), so they resolve features alike and each crate is compiled once: `build` under CI
 # compiles the tests as well (see HOST_BUILD), and the test runs, the real-server e2e run included, reuse it.
