@@ -51,12 +51,12 @@ dev: plugins polyglot build
 	$(CARGO_TARGET_DIR)/debug/wasm-reconciler dev --plugins-dir $(DEV_DIR)/plugins --kubeconfig-out $(DEV_DIR)/kubeconfig $(DEV_ARGS)
 
 ## test: everything CI runs — formatting, lints, every test (unit, plugin, API server, end to end on the embedded
-## API server and again on a real kube-apiserver, the differential conformance suite of the two servers, and the
-## DNSRecord plugin against a real PowerDNS).
+## API server and again on a real kube-apiserver, the differential conformance suite of the two servers, the
+## DNSRecord plugin against a real PowerDNS, and the alerts and dashboard evaluated by a real Prometheus).
 # Every cargo command of the run selects the whole workspace with TEST_FEATURES (the CRD generators, whose tests
 # check each plugin's crd.yaml), so they resolve features alike and each crate is compiled once: `build` under CI
 # compiles the tests as well (see HOST_BUILD), and the test runs, the real-server e2e run included, reuse it.
-test: toolchain test-tools polyglot kube-harness helm-check image
+test: toolchain test-tools polyglot kube-harness helm-check monitoring-check image
 	$(CARGO) fmt --all -- --check
 	python3 apiserver/tools/builtin_openapi.py --check
 	$(CARGO) clippy --workspace --all-targets $(TEST_FEATURES) -- -D warnings
@@ -228,3 +228,15 @@ real-node: test-tools
 ## helm-check: the Helm chart (deploy/helm/wasm-reconciler) linted, rendered, compared with `kubectl kustomize deploy/`, installed, upgraded and uninstalled on a real API server.
 helm-check: deploy-files
 	tests/kube/helm-check.sh
+
+.PHONY: monitoring-files monitoring-check
+## monitoring-files: regenerate deploy/monitoring/prometheusrule.yaml and the chart's files/monitoring/ from
+## deploy/monitoring/rules.yaml and dashboard.json (the alerts' and the dashboard's sources).
+monitoring-files:
+	deploy/monitoring/generate.sh
+
+## monitoring-check: the alerts and the dashboard of deploy/monitoring: generated copies up to date, promtool check
+## and test rules, then a real Prometheus (promtool and prometheus built from Go modules, cached under
+## ~/.cache/wasm-reconciler/monitoring) scraping two hosts under load, every panel query and alert evaluated through it.
+monitoring-check: plugins build
+	HOST_BIN=$(CARGO_TARGET_DIR)/debug/wasm-reconciler PLUGINS_WASM_DIR=$(WASM_OUT) tests/monitoring/check.sh

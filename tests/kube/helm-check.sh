@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Check of the Helm chart deploy/helm/wasm-reconciler with the real helm against a real kube-apiserver (the
 # harness of tests/kube): strict lint, schema refusals, rendering with default and non-default values, the
-# rendering compared with `kubectl kustomize deploy/` object by object, then install, upgrade, a second release
-# beside the first, and uninstall on a freshly started cluster, each object checked there with kubectl.
+# rendering compared with `kubectl kustomize deploy/` object by object (and, with monitoring on, with `kubectl
+# kustomize deploy/monitoring`), then install, upgrade, a second release beside the first, and uninstall on a
+# freshly started cluster, each object checked there with kubectl; the monitoring objects dry-run against the
+# Prometheus Operator's PrometheusRule CRD (from its Go module, downloaded with go).
 #
 #   tests/kube/helm-check.sh           (`make helm-check` first runs `make deploy-files`; KEEP=1 keeps the
 #                                       temporary directory with the cluster's logs and the normalised objects)
@@ -252,7 +254,8 @@ check_lint() {
 		"$helm" lint --strict "$chart" --set examples.enabled=true &&
 		"$helm" lint --strict "$chart" --namespace team-a -f "$work/custom-values.yaml" &&
 		"$helm" lint --strict "$chart" --set replicaCount=1,leaderElection.enabled=false,metrics.service.enabled=false,rbac.create=false,serviceAccount.create=false,serviceAccount.name=existing &&
-		"$helm" lint --strict "$chart" --set sharding.enabled=true,leaderElection.enabled=false,replicaCount=3
+		"$helm" lint --strict "$chart" --set sharding.enabled=true,leaderElection.enabled=false,replicaCount=3 &&
+		"$helm" lint --strict "$chart" --set monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true
 }
 
 # refused MESSAGE ARGS...: helm template fails with MESSAGE, and helm lint --strict too: values.schema.json refuses
@@ -290,6 +293,7 @@ check_bad_values_refused() {
 		refused "at '/logFormat': value must be one of" --set logFormat=yaml &&
 		refused "at '/serviceAccount/name': minLength: got 0, want 1" --set serviceAccount.create=false &&
 		refused "at '/replicaCount': maximum: got 2, want 1" --set leaderElection.enabled=false &&
+		refused "at '/monitoring/dashboard': additional properties 'enable' not allowed" --set monitoring.dashboard.enable=true &&
 		refused_by_template "leaderElection.renewSeconds (20) must be shorter than leaderElection.leaseDurationSeconds (15)" \
 			--set leaderElection.renewSeconds=20 || return 1
 	# examples.enabled without the generated files names the command that makes them.
@@ -334,6 +338,38 @@ check_sharding_matches_kustomize() {
 		echo "sharded args still elect a leader: $args"
 		return 1
 	fi
+}
+
+# Alerts and dashboard: the chart's monitoring.* match `kubectl kustomize deploy/monitoring` object for object, and
+# its files/monitoring/ are what deploy/monitoring/generate.sh writes from deploy/monitoring's sources.
+check_monitoring_matches_kustomize() {
+	"$root/deploy/monitoring/generate.sh" --check || return 1
+	kubectl kustomize "$root/deploy/monitoring" >"$work/kustomize-monitoring.yaml" &&
+		normalise "$work/kustomize-monitoring.yaml" "$work/objects/kustomize-monitoring" || return 1
+	render "$work/monitoring.yaml" wasm-reconciler "$chart" --namespace wasm-reconciler \
+		--set monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true &&
+		normalise "$work/monitoring.yaml" "$work/objects/helm-monitoring" || return 1
+	# The chart's other objects are compared with deploy/ above; here only what deploy/monitoring has.
+	find "$work/objects/helm-monitoring" -name '*.json' ! -name 'PrometheusRule_*' ! -name 'ConfigMap_*-dashboard.json' -delete
+	compare_objects "$work/objects/kustomize-monitoring" "$work/objects/helm-monitoring" || return 1
+	expect "objects" "$(object_keys "$work/objects/helm-monitoring" | tr '\n' ' ')" \
+		"ConfigMap_wasm-reconciler_wasm-reconciler-dashboard PrometheusRule_wasm-reconciler_wasm-reconciler " &&
+		expect "PrometheusRule spec = deploy/monitoring/rules.yaml" \
+			"$(jq -cS '.[] | select(.kind == "PrometheusRule") | .spec' "$work/monitoring.yaml.json")" "$(yq -cS . "$root/deploy/monitoring/rules.yaml")" &&
+		expect "dashboard = deploy/monitoring/dashboard.json" \
+			"$(jq -j '.[] | select(.kind == "ConfigMap" and .metadata.name == "wasm-reconciler-dashboard") | .data["wasm-reconciler.json"]' "$work/monitoring.yaml.json" | sha256sum)" \
+			"$(sha256sum <"$root/deploy/monitoring/dashboard.json")" || return 1
+	# Non-default: another release, the Operator's selector label, the sidecar's namespace and folder annotation.
+	render "$work/monitoring-custom.yaml" edge "$chart" --namespace team-a \
+		--set monitoring.prometheusRule.enabled=true,monitoring.prometheusRule.labels.release=kube-prometheus-stack \
+		--set monitoring.dashboard.enabled=true,monitoring.dashboard.namespace=grafana,monitoring.dashboard.annotations.grafana_folder=Controllers || return 1
+	local objects="$work/monitoring-custom.yaml.json"
+	expect "PrometheusRule" "$(jq -cS '.[] | select(.kind == "PrometheusRule") | [.metadata.name, .metadata.namespace, .metadata.labels.release]' "$objects")" \
+		'["edge-wasm-reconciler","team-a","kube-prometheus-stack"]' &&
+		expect "dashboard ConfigMap" "$(jq -cS '.[] | select(.kind == "ConfigMap") | [.metadata.name, .metadata.namespace, .metadata.labels.grafana_dashboard, .metadata.annotations]' "$objects")" \
+			'["edge-wasm-reconciler-dashboard","grafana","1",{"grafana_folder":"Controllers"}]' || return 1
+	# Off by default.
+	expect "monitoring objects by default" "$(jq -c '[.[] | select(.kind == "PrometheusRule" or (.metadata.name | endswith("-dashboard")))] | length' "$work/defaults.yaml.json")" 0
 }
 
 check_custom_values_rendered() {
@@ -425,6 +461,32 @@ check_kustomize_accepted() {
 	# A server-side dry run cannot create the namespace the other objects need, so that one is applied for real.
 	kubectl apply --server-side -f "$root/deploy/namespace.yaml" &&
 		kubectl apply -k "$root/deploy" --server-side --dry-run=server
+}
+
+# The PrometheusRule CRD of the Prometheus Operator, from its Go module (pinned by version and go.sum hash; the go
+# command also checks it against the checksum database): the real schema the Operator's users validate against.
+operator_module=github.com/prometheus-operator/prometheus-operator
+operator_version=v0.85.0
+operator_sum=h1:M5xLCLEoaW2IJfnuCwFzzpL+jSVQu3KGT84Pye+fW8s=
+check_monitoring_accepted() {
+	local download crd
+	download="$(cd "$work" && go mod download -json "$operator_module@$operator_version")" || { echo "$download"; return 1; }
+	expect "$operator_module@$operator_version hash" "$(jq -r .Sum <<<"$download")" "$operator_sum" || return 1
+	crd="$(jq -r .Dir <<<"$download")/example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml"
+	kubectl apply --server-side -f "$crd" &&
+		kubectl wait --for=condition=Established crd/prometheusrules.monitoring.coreos.com --timeout=60s &&
+		kubectl apply -k "$root/deploy/monitoring" --server-side --dry-run=server &&
+		"$helm" template wasm-reconciler "$chart" --namespace wasm-reconciler --show-only templates/monitoring.yaml \
+			--set monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true |
+		kubectl apply --server-side --dry-run=server -f - || return 1
+	# The schema is enforced: a `for` that is no duration is refused.
+	local output
+	if output="$(yq -y '.spec.groups[0].rules[0].for = "two minutes"' "$root/deploy/monitoring/prometheusrule.yaml" |
+		kubectl apply --server-side --dry-run=server -f - 2>&1)"; then
+		echo "a PrometheusRule with for: \"two minutes\" was accepted"
+		return 1
+	fi
+	contains "invalid for refused" "$output" "spec.groups[0].rules[0].for"
 }
 
 check_install() {
@@ -586,9 +648,11 @@ check "bad values refused by helm lint --strict and helm template, with the reas
 check "helm template --set examples.enabled=true matches kubectl kustomize deploy/ (but the Namespace)" check_matches_kustomize
 check "helm template with defaults matches kubectl kustomize deploy/ (but the Namespace and the examples)" check_defaults_match_kustomize
 check "helm template --set sharding.enabled=true matches deploy/ with its sharding Component" check_sharding_matches_kustomize
+check "helm template --set monitoring.{prometheusRule,dashboard}.enabled=true matches kubectl kustomize deploy/monitoring" check_monitoring_matches_kustomize
 check "helm template with non-default values" check_custom_values_rendered
 start_cluster
 check "kubectl apply -k deploy/ accepted by the API server (server-side dry run)" check_kustomize_accepted
+check "deploy/monitoring and the chart's monitoring objects accepted with the Prometheus Operator's PrometheusRule CRD (dry run)" check_monitoring_accepted
 check "helm install (examples on) accepted by the API server" check_install
 check "installed objects carry deploy/'s fields" check_installed_objects
 check "the pod template passes Pod Security restricted" check_pod_security
