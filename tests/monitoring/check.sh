@@ -162,10 +162,11 @@ pack() { "$host_bin" plugin pack "$@"; }
 	done
 	printf 'apiVersion: v1\nkind: Secret\nmetadata:\n  name: pdns-api\n  namespace: wasm-reconciler\nstringData:\n  api-key: unused\n'
 } >"$manifests/base.yaml"
-# dnsrecord: the server in its configuration is not among the hosts its settings allow, so each of its requests is
+# dnsrecord (its API key from a Secret named without a namespace: read in the host's namespace): the server in its
+# configuration is not among the hosts its settings allow, so each of its requests is
 # denied inside the sandbox and nothing is sent.
 printf 'server: http://127.0.0.1:9\n' >"$manifests/dnsrecord-config.yaml"
-printf 'allowedOutboundHosts: ["http://127.0.0.1:8081"]\nvariables:\n  pdns_api_key: wasm-reconciler/pdns-api/api-key\n' >"$manifests/dnsrecord-settings.yaml"
+printf 'allowedOutboundHosts: ["http://127.0.0.1:8081"]\nvariables:\n  pdns_api_key: pdns-api/api-key\n' >"$manifests/dnsrecord-settings.yaml"
 printf 'not a WebAssembly component\n' >"$manifests/broken.wasm"
 setup() {
 	kc apply -f "$manifests/base.yaml" &&
