@@ -43,3 +43,19 @@ eventually() {
 		sleep 0.2
 	done
 }
+
+# quietly_eventually TIMEOUT COMMAND...: as eventually, but quiet while it retries; on a timeout it runs COMMAND once
+# more with its output shown.
+quietly_eventually() {
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		((SECONDS < deadline)) || { echo "still failing after the timeout: $*"; "$@"; return 1; }
+		sleep 0.2
+	done
+}
+
+# expect WHAT ACTUAL EXPECTED: fails, saying what differs, unless ACTUAL is EXPECTED.
+expect() {
+	[[ $2 == "$3" ]] || { printf '%s:\n  got  %s\n  want %s\n' "$1" "$2" "$3"; return 1; }
+}

@@ -52,22 +52,6 @@ source "$here/checks.sh"
 export HELM_CACHE_HOME="$work/helm/cache" HELM_CONFIG_HOME="$work/helm/config" HELM_DATA_HOME="$work/helm/data"
 unset KUBECONFIG
 
-# eventually TIMEOUT COMMAND...: as checks.sh's, but quiet while it retries; on a timeout it runs COMMAND once more
-# with its output shown.
-eventually() {
-	local deadline=$((SECONDS + $1))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		((SECONDS < deadline)) || { echo "still failing after the timeout: $*"; "$@"; return 1; }
-		sleep 0.2
-	done
-}
-
-# expect WHAT ACTUAL EXPECTED
-expect() {
-	[[ $2 == "$3" ]] || { printf '%s:\n  got  %s\n  want %s\n' "$1" "$2" "$3"; return 1; }
-}
-
 # contains WHAT TEXT FRAGMENT
 contains() {
 	grep -qF -- "$3" <<<"$2" || { printf '%s: %s not found in:\n%s\n' "$1" "$3" "$2"; return 1; }
@@ -580,7 +564,7 @@ check_upgrade() {
 			'["run","--namespace","wasm-reconciler","--leader-elect","--lease-name","host-leader","--metrics-addr","0.0.0.0:9090","--artifact-cache","/var/cache/wasm-reconciler"]' &&
 		expect "ClusterRole's last rule" "$(json clusterrole wasm-reconciler -- '.rules[-1]')" '{"apiGroups":[""],"resources":["secrets"],"verbs":["get","list","watch"]}' &&
 		expect "Service port" "$(json service wasm-reconciler-metrics -n wasm-reconciler -- '.spec.ports[0].port')" 9100 &&
-		eventually 30 can wasm-reconciler:wasm-reconciler yes list secrets -n default || return 1
+		quietly_eventually 30 can wasm-reconciler:wasm-reconciler yes list secrets -n default || return 1
 	# Switched off in a second upgrade: leader election (one replica then) and the metrics Service, which goes away.
 	"$helm" upgrade wasm-reconciler "$chart" --namespace wasm-reconciler --reuse-values --timeout 2m \
 		--set replicaCount=1,leaderElection.enabled=false,metrics.service.enabled=false >"$work/upgrade.out" 2>&1 || { cat "$work/upgrade.out"; return 1; }
@@ -588,7 +572,7 @@ check_upgrade() {
 		'["run","--namespace","wasm-reconciler","--metrics-addr","0.0.0.0:9090","--artifact-cache","/var/cache/wasm-reconciler"]' &&
 		expect "replicas" "$(json deployment wasm-reconciler -n wasm-reconciler -- .spec.replicas)" 1 &&
 		expect "extra rule kept by --reuse-values" "$(json clusterrole wasm-reconciler -- '.rules[-1].resources')" '["secrets"]' &&
-		eventually 30 bash -c "! '$kubectl' get service wasm-reconciler-metrics -n wasm-reconciler -o name 2>/dev/null | grep -q ."
+		quietly_eventually 30 bash -c "! '$kubectl' get service wasm-reconciler-metrics -n wasm-reconciler -o name 2>/dev/null | grep -q ."
 }
 
 check_second_release() {

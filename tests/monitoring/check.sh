@@ -61,22 +61,6 @@ stop_processes() {
 trap 'stop_processes; cleanup' EXIT
 unset KUBECONFIG
 
-# eventually TIMEOUT COMMAND...: as checks.sh's, but quiet while it retries; on a timeout it runs COMMAND once more
-# with its output shown.
-eventually() {
-	local deadline=$((SECONDS + $1))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		((SECONDS < deadline)) || { echo "still failing after the timeout: $*"; "$@"; return 1; }
-		sleep 0.5
-	done
-}
-
-# expect WHAT ACTUAL EXPECTED
-expect() {
-	[[ $2 == "$3" ]] || { printf '%s:\n  got  %s\n  want %s\n' "$1" "$2" "$3"; return 1; }
-}
-
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # --- static checks ---------------------------------------------------------------------------------------------------
@@ -151,7 +135,7 @@ alive() {
 }
 
 start apiserver "$host_bin" apiserver --port 0 --kubeconfig-out "$kubeconfig"
-eventually 30 kc get --raw /readyz || { alive apiserver; die "the API server is not ready after 30 s"; }
+quietly_eventually 30 kc get --raw /readyz || { alive apiserver; die "the API server is not ready after 30 s"; }
 
 manifests="$work/manifests"
 mkdir -p "$manifests"
@@ -189,8 +173,8 @@ start host-a "$host_bin" run --kubeconfig "$kubeconfig" --namespace wasm-reconci
 	--metrics-addr "127.0.0.1:$port_a" --log-format json
 start host-b "$host_bin" run --kubeconfig "$kubeconfig" --namespace wasm-reconciler-sharded --sharding \
 	--lease-name sharded --identity host-b --metrics-addr "127.0.0.1:$port_b" --log-format json
-eventually 60 curl -sf "http://127.0.0.1:$port_a/readyz" || { alive host-a; die "host A is not ready after 60 s"; }
-eventually 60 curl -sf "http://127.0.0.1:$port_b/readyz" || { alive host-b; die "host B is not ready after 60 s"; }
+quietly_eventually 60 curl -sf "http://127.0.0.1:$port_a/readyz" || { alive host-a; die "host A is not ready after 60 s"; }
+quietly_eventually 60 curl -sf "http://127.0.0.1:$port_b/readyz" || { alive host-b; die "host B is not ready after 60 s"; }
 
 mkdir -p "$work/prometheus"
 cat >"$work/prometheus/prometheus.yml" <<EOF
@@ -208,7 +192,7 @@ EOF
 start prometheus "$prometheus" --config.file="$work/prometheus/prometheus.yml" --storage.tsdb.path="$work/prometheus/data" \
 	--web.listen-address="127.0.0.1:$port_prometheus" --log.level=warn
 api="http://127.0.0.1:$port_prometheus/api/v1"
-eventually 30 curl -sf "http://127.0.0.1:$port_prometheus/-/ready" || { alive prometheus; die "Prometheus is not ready after 30 s"; }
+quietly_eventually 30 curl -sf "http://127.0.0.1:$port_prometheus/-/ready" || { alive prometheus; die "Prometheus is not ready after 30 s"; }
 say "API server, hosts A (:$port_a) and B (:$port_b), Prometheus (:$port_prometheus) up after $((SECONDS - started)) s"
 
 # The load: 300 ConfigMapSets of 2 ConfigMaps each, 10 DNSRecords, 30 WebApps; then 100 of the sets edited.
@@ -233,7 +217,7 @@ query() {
 has_series() { query "$1" | jq -e 'length > 0' >/dev/null; }
 
 converged() { [[ "$(query 'sum(wasm_reconciler_reconcile_total{job="wasm-reconciler", plugin="configmapset", result="success"})' | jq -r '.[0].value[1] // 0')" -ge 300 ]]; }
-eventually 120 converged || die "host A did not report 300 successful configmapset reconciles to Prometheus within 120 s"
+quietly_eventually 120 converged || die "host A did not report 300 successful configmapset reconciles to Prometheus within 120 s"
 for i in $(seq 1 100); do
 	printf 'apiVersion: examples.wasm-reconciler.io/v1alpha1\nkind: ConfigMapSet\nmetadata:\n  name: set-%s\n  namespace: load\nspec:\n  replicas: 3\n  burst: 2\n  template:\n    data:\n      index: "%s"\n---\n' "$i" "$i"
 done | kc apply -f - >>"$work/load.log" 2>&1 || die "editing the load failed"
@@ -252,7 +236,7 @@ check_panel_queries() {
 	local title ref expr status=0
 	grep -q '\$' "$work/panel-queries.tsv" && { echo "a dashboard variable left unsubstituted:"; grep '\$' "$work/panel-queries.tsv"; return 1; }
 	while IFS=$'\t' read -r title ref expr; do
-		if eventually 60 has_series "$expr" >/dev/null; then
+		if quietly_eventually 60 has_series "$expr" >/dev/null; then
 			printf '%-48s %s  %s series\n' "$title" "$ref" "$(query "$expr" | jq length)"
 		else
 			printf 'NO DATA: %s %s: %s\n' "$title" "$ref" "$expr"
@@ -299,7 +283,7 @@ active_alerts() {
 expected_alerts='["WasmReconcilerOutboundDenied wasm-reconciler dnsrecord firing","WasmReconcilerPluginRefused wasm-reconciler broken firing","WasmReconcilerReconcileErrors wasm-reconciler dnsrecord pending"]'
 alerts_as_expected() { [[ "$(active_alerts)" == "$expected_alerts" ]]; }
 check_alerts() {
-	eventually 60 alerts_as_expected || { expect "active alerts" "$(active_alerts)" "$expected_alerts"; return 1; }
+	quietly_eventually 60 alerts_as_expected || { expect "active alerts" "$(active_alerts)" "$expected_alerts"; return 1; }
 	# Each alert expression evaluated directly: those of the active alerts return their series, the others none.
 	local name expr
 	while IFS=$'\t' read -r name expr; do
