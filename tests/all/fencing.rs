@@ -10,8 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
-use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
-use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
@@ -58,25 +57,9 @@ impl Identity {
                 front: Some(front),
             });
         }
-        let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), HOST_NAMESPACE);
-        accounts
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(json!({"metadata": {"name": name}}))?,
-            )
-            .await?;
-        let binding: ClusterRoleBinding = serde_json::from_value(json!({
-            "metadata": {"name": format!("fencing-{name}")},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": HOST_NAMESPACE}],
-        }))?;
-        Api::<ClusterRoleBinding>::all(admin.clone())
-            .create(&PostParams::default(), &binding)
-            .await?;
         let token = cluster
-            .kubectl_ok(&["-n", HOST_NAMESPACE, "create", "token", name, "--duration=2h"])
-            .trim()
-            .to_owned();
+            .cluster_admin_token(admin, HOST_NAMESPACE, name, &format!("fencing-{name}"))
+            .await?;
         let ca = cluster.kubectl_ok(&[
             "config",
             "view",

@@ -194,6 +194,37 @@ impl Cluster {
         String::from_utf8_lossy(&output.stdout).into_owned()
     }
 
+    /// A token of ServiceAccount `namespace/name`, created and bound to `cluster-admin` (by ClusterRoleBinding
+    /// `binding`) with `admin`: a client of its own whose requests the API server's audit log attributes to it.
+    pub async fn cluster_admin_token(
+        &self,
+        admin: &kube::Client,
+        namespace: &str,
+        name: &str,
+        binding: &str,
+    ) -> anyhow::Result<String> {
+        use k8s_openapi::api::core::v1::ServiceAccount;
+        use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+        use kube::api::{Api, PostParams};
+
+        Api::<ServiceAccount>::namespaced(admin.clone(), namespace)
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(serde_json::json!({"metadata": {"name": name}}))?,
+            )
+            .await?;
+        let binding: ClusterRoleBinding = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": binding},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+        }))?;
+        Api::<ClusterRoleBinding>::all(admin.clone())
+            .create(&PostParams::default(), &binding)
+            .await?;
+        let args = ["-n", namespace, "create", "token", name, "--duration=2h"];
+        Ok(tokio::task::block_in_place(|| self.kubectl_ok(&args)).trim().to_owned())
+    }
+
     /// Stops serving (the port closes). A real control plane stops for good.
     pub async fn stop(&mut self) {
         match &mut self.backend {

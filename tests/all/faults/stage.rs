@@ -9,8 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
-use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
 
@@ -75,25 +74,11 @@ impl Environment {
         if self.server == ServerKind::Embedded {
             return upstream_client(&self.cluster.kubeconfig).await;
         }
-        let accounts: Api<ServiceAccount> = Api::namespaced(self.admin.clone(), namespace);
-        accounts
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(json!({"metadata": {"name": identity}}))?,
-            )
+        let binding = format!("fault-plans-{namespace}-{identity}");
+        let token = self
+            .cluster
+            .cluster_admin_token(&self.admin, namespace, identity, &binding)
             .await?;
-        let binding: ClusterRoleBinding = serde_json::from_value(json!({
-            "metadata": {"name": format!("fault-plans-{namespace}-{identity}")},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-            "subjects": [{"kind": "ServiceAccount", "name": identity, "namespace": namespace}],
-        }))?;
-        Api::<ClusterRoleBinding>::all(self.admin.clone())
-            .create(&PostParams::default(), &binding)
-            .await?;
-        let args = ["-n", namespace, "create", "token", identity, "--duration=2h"];
-        let token = tokio::task::block_in_place(|| self.cluster.kubectl_ok(&args))
-            .trim()
-            .to_owned();
         let mut config = kube::Config::from_custom_kubeconfig(
             kube::config::Kubeconfig::read_from(&self.cluster.kubeconfig)?,
             &Default::default(),
