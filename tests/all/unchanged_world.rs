@@ -2,7 +2,7 @@
 //! delivered as a ConfigMap whose settings resync every second. The mirror reads a ConfigMap it does not own, so
 //! what its calls are given includes a read. Once the Mirrors have converged, resyncs skip every call (counted in
 //! `reconcile_skipped_total`; `reconcile_total` stands still), and a change to the read object, or a copy deleted
-//! by someone, is still followed.
+//! by someone, is still followed. With `alwaysCall: true` in its settings, every resync calls it again.
 
 use std::time::Duration;
 
@@ -28,6 +28,14 @@ async fn counts(host: &HostProcess) -> Option<(f64, f64)> {
         sum_samples(&metrics, "wasm_reconciler_reconcile_total", &labels),
         sum_samples(&metrics, "wasm_reconciler_reconcile_skipped_total", &labels),
     ))
+}
+
+/// Waits until the mirror plugin's reconciles reach `calls`; returns both counts then.
+async fn wait_calls(host: &HostProcess, calls: f64) -> (f64, f64) {
+    wait_for(Duration::from_secs(60), &format!("{calls} reconciles"), || async {
+        counts(host).await.filter(|(now, _)| *now >= calls)
+    })
+    .await
 }
 
 /// Waits until the mirror plugin's skipped reconciles reach `skipped`; returns both counts then.
@@ -91,5 +99,15 @@ async fn resyncs_of_an_unchanged_world_call_nothing_and_changes_are_still_follow
         "unchanged_world: {calls_after} calls to converge, {skipped_after} resync reconciles skipped; {} calls to follow the changes",
         calls_now - calls_after
     );
+
+    // `alwaysCall: true`: the plugin is restarted with it, and then every resync calls it, nothing skipped.
+    plugin
+        .data
+        .get_or_insert_default()
+        .insert("settings.yaml".into(), "resync: 1s\nalwaysCall: true\n".into());
+    apply_config_map(&admin, &plugin).await?;
+    let (calls, skipped) = wait_calls(&host, calls_now + (2 * MIRRORS) as f64).await;
+    let (_, skipped_after) = wait_calls(&host, calls + (3 * MIRRORS) as f64).await;
+    assert_eq!(skipped_after, skipped, "a reconcile was skipped under alwaysCall");
     Ok(())
 }

@@ -169,6 +169,7 @@ impl Manager {
                 && slot.settings.concurrency == package.settings.concurrency
                 && slot.settings.namespaces == package.settings.namespaces
                 && slot.settings.resync == package.settings.resync
+                && slot.settings.always_call == package.settings.always_call
         });
         if same_shape {
             let slot = slots.get_mut(name).expect("checked above");
