@@ -13,14 +13,13 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
-use kube::discovery::ApiResource;
 use serde_json::{Value, json};
 use wasm_reconciler::cli::serve::HostOptions;
 
 use crate::harness::{Cluster, Host, PluginFiles, condition, example_crd, wait_for, write_plugin};
 use crate::kinds::{
-    CONVERGE, create_when_served, events_about, failed_with, namespaced, occurrences, reconciled, wait_event,
-    wait_gone, wait_object,
+    CONVERGE, create_when_served, dnsrecord_resource, events_about, failed_with, namespaced, occurrences, reconciled,
+    wait_event, wait_gone, wait_object,
 };
 use crate::powerdns::PowerDns;
 use crate::telemetry_probe::{free_local_addr, http_get, sum_samples};
@@ -29,16 +28,6 @@ const ZONE: &str = "example.org.";
 const NAMESPACE: &str = "default";
 /// The Secret holding the API key, in the host's namespace (its kubeconfig's: `default`).
 const SECRET: &str = "pdns-api";
-
-fn dnsrecord_resource() -> ApiResource {
-    ApiResource {
-        group: "examples.wasm-reconciler.io".into(),
-        version: "v1alpha1".into(),
-        api_version: "examples.wasm-reconciler.io/v1alpha1".into(),
-        kind: "DNSRecord".into(),
-        plural: "dnsrecords".into(),
-    }
-}
 
 /// A `DNSRecord` of `name` in the zone.
 fn record(name: &str, ttl: u32, records: &[&str]) -> Value {

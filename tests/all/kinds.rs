@@ -50,6 +50,11 @@ pub fn webapp_resource() -> ApiResource {
     resource("examples.wasm-reconciler.io", "v1alpha1", "WebApp", "webapps")
 }
 
+/// `examples.wasm-reconciler.io/v1alpha1` DNSRecord.
+pub fn dnsrecord_resource() -> ApiResource {
+    resource("examples.wasm-reconciler.io", "v1alpha1", "DNSRecord", "dnsrecords")
+}
+
 /// `test.wasm-reconciler.io/v1` Echo.
 pub fn echo_resource() -> ApiResource {
     resource("test.wasm-reconciler.io", "v1", "Echo", "echoes")

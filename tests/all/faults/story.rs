@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::harness::{condition, example_crd, wait_for};
-use crate::kinds::{MIRROR_CRD, config_map_resource, configmapset_resource, mirror_resource, webapp_resource};
+use crate::kinds::{
+    MIRROR_CRD, config_map_resource, configmapset_resource, dnsrecord_resource, mirror_resource, webapp_resource,
+};
 use crate::powerdns::PowerDns;
 
 /// How long one step may take to settle: generous, for two busy cores running several plans at once.
@@ -534,17 +536,6 @@ fn normalize(mut object: Value, namespace: &str) -> Value {
     }
     let text = object.to_string().replace(namespace, "NS");
     serde_json::from_str(&text).expect("a JSON object stays one")
-}
-
-/// `examples.wasm-reconciler.io/v1alpha1` DNSRecord.
-pub fn dnsrecord_resource() -> ApiResource {
-    ApiResource {
-        group: "examples.wasm-reconciler.io".into(),
-        version: "v1alpha1".into(),
-        api_version: "examples.wasm-reconciler.io/v1alpha1".into(),
-        kind: "DNSRecord".into(),
-        plural: "dnsrecords".into(),
-    }
 }
 
 /// `apps/v1` Deployment.
