@@ -13,6 +13,8 @@ pub struct Write {
     /// The writing Pod (empty for a user that is no Pod).
     pub pod: String,
     pub user: String,
+    /// The user `user` acted as by impersonation (`impersonatedUser.username`); empty when none.
+    pub impersonated: String,
     /// `configmaps`, `configmapsets`, …
     pub resource: String,
     /// `status`, …; empty for the object itself.
@@ -60,6 +62,10 @@ pub fn writes(path: &Path) -> anyhow::Result<Vec<Write>> {
                 .unwrap_or_default()
                 .to_owned(),
             user: event["user"]["username"].as_str().unwrap_or_default().to_owned(),
+            impersonated: event["impersonatedUser"]["username"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
             resource: object["resource"].as_str().unwrap_or_default().to_owned(),
             subresource: object["subresource"].as_str().unwrap_or_default().to_owned(),
             namespace: object["namespace"].as_str().unwrap_or_default().to_owned(),
@@ -126,6 +132,7 @@ mod tests {
         Write {
             pod: pod.into(),
             user: "system:serviceaccount:wasm-reconciler:wasm-reconciler".into(),
+            impersonated: String::new(),
             resource: if name.ends_with(|c: char| c.is_ascii_digit()) {
                 "configmaps".into()
             } else {

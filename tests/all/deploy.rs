@@ -35,7 +35,7 @@ pub fn deploy_dir() -> PathBuf {
 pub fn complete_deploy_copy(into: &Path) -> anyhow::Result<PathBuf> {
     let source = deploy_dir();
     let copy = into.join("deploy");
-    for folder in ["", "crds", "plugins", "sharding"] {
+    for folder in ["", "crds", "plugins", "sharding", "plugin-identity"] {
         std::fs::create_dir_all(copy.join(folder))?;
         let Ok(entries) = std::fs::read_dir(source.join(folder)) else {
             continue;

@@ -487,9 +487,9 @@ impl Host {
         let kubeconfig = kubeconfig.to_path_buf();
         let (stop, mut stopped) = watch::channel(false);
         let task = runtime.spawn(async move {
-            // Built on the host's runtime: the client's connection tasks must die with the host.
-            let client = client_from_kubeconfig(&kubeconfig).await?;
-            serve(client, options, async move {
+            // The client is built on the host's runtime: its connection tasks must die with the host.
+            let config = config_from_kubeconfig(&kubeconfig).await?;
+            serve(config, options, async move {
                 let _ = stopped.wait_for(|stop| *stop).await;
             })
             .await
@@ -565,9 +565,13 @@ impl Drop for Host {
 
 /// A kube client over HTTP from a kubeconfig file.
 pub async fn client_from_kubeconfig(path: &Path) -> anyhow::Result<kube::Client> {
+    Ok(kube::Client::try_from(config_from_kubeconfig(path).await?)?)
+}
+
+/// The client configuration of the kubeconfig at `path`.
+pub async fn config_from_kubeconfig(path: &Path) -> anyhow::Result<kube::Config> {
     let kubeconfig = kube::config::Kubeconfig::read_from(path)?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
-    Ok(kube::Client::try_from(config)?)
+    Ok(kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?)
 }
 
 /// Polls `check` every 50 ms until it returns `Some`, failing with `what` after `timeout`.

@@ -324,6 +324,25 @@ check_sharding_matches_kustomize() {
 	fi
 }
 
+# Plugins acting as their own ServiceAccounts: the chart's pluginIdentity.enabled (examples on) matches deploy/ with
+# its plugin-identity Component; accounts of pluginIdentity.serviceAccounts get a Role per namespace, by name.
+check_plugin_identity_matches_kustomize() {
+	rm -rf "$work/deploy-copy" "$work/identity" && cp -r "$root/deploy" "$work/deploy-copy" && mkdir -p "$work/identity" || return 1
+	printf 'resources: [../deploy-copy]\ncomponents: [../deploy-copy/plugin-identity]\n' >"$work/identity/kustomization.yaml"
+	kubectl kustomize "$work/identity" >"$work/kustomize-identity.yaml" || return 1
+	normalise "$work/kustomize-identity.yaml" "$work/objects/kustomize-identity" || return 1
+	render "$work/identity.yaml" wasm-reconciler "$chart" --namespace wasm-reconciler --set examples.enabled=true \
+		--set pluginIdentity.enabled=true &&
+		normalise "$work/identity.yaml" "$work/objects/helm-identity" || return 1
+	compare_objects "$work/objects/kustomize-identity" "$work/objects/helm-identity" "${only_in_kustomize_always[@]}" || return 1
+	render "$work/accounts.yaml" wasm-reconciler "$chart" --namespace wasm-reconciler \
+		--set 'pluginIdentity.serviceAccounts={team-a/dns,team-a/certs,team-b/dns}' || return 1
+	local roles
+	roles="$(jq -cS '[.[] | select(.kind == "Role" and (.metadata.name | endswith("-impersonate"))) | {namespace: .metadata.namespace, rules}]' "$work/accounts.yaml.json")"
+	expect "impersonation Roles" "$roles" \
+		'[{"namespace":"team-a","rules":[{"apiGroups":[""],"resourceNames":["dns","certs"],"resources":["serviceaccounts"],"verbs":["impersonate"]}]},{"namespace":"team-b","rules":[{"apiGroups":[""],"resourceNames":["dns"],"resources":["serviceaccounts"],"verbs":["impersonate"]}]}]'
+}
+
 # Alerts and dashboard: the chart's monitoring.* match `kubectl kustomize deploy/monitoring` object for object, and
 # its files/monitoring/ are what deploy/monitoring/generate.sh writes from deploy/monitoring's sources.
 check_monitoring_matches_kustomize() {
@@ -632,6 +651,7 @@ check "bad values refused by helm lint --strict and helm template, with the reas
 check "helm template --set examples.enabled=true matches kubectl kustomize deploy/ (but the Namespace)" check_matches_kustomize
 check "helm template with defaults matches kubectl kustomize deploy/ (but the Namespace and the examples)" check_defaults_match_kustomize
 check "helm template --set sharding.enabled=true matches deploy/ with its sharding Component" check_sharding_matches_kustomize
+check "helm template --set pluginIdentity.enabled=true matches deploy/ with its plugin-identity Component" check_plugin_identity_matches_kustomize
 check "helm template --set monitoring.{prometheusRule,dashboard}.enabled=true matches kubectl kustomize deploy/monitoring" check_monitoring_matches_kustomize
 check "helm template with non-default values" check_custom_values_rendered
 start_cluster

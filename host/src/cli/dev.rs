@@ -11,7 +11,7 @@ use clap::{Args, ValueEnum};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use wasm_reconciler_apiserver::{ApiServer, write_kubeconfig};
 
-use super::run::{client, identity, shutdown_signal};
+use super::run::{config, identity, shutdown_signal};
 use super::serve::{HostOptions, serve};
 
 /// Which API server `dev` runs the host against.
@@ -223,7 +223,7 @@ pub(super) async fn run(args: DevArgs) -> Result<(), Box<dyn std::error::Error>>
     };
     let kubeconfig = std::fs::canonicalize(&args.kubeconfig_out)?;
     std::fs::create_dir_all(&args.plugins_dir)?;
-    let client = client(Some(&kubeconfig)).await?;
+    let config = config(Some(&kubeconfig)).await?;
     let label = match args.server {
         DevServer::Embedded => "embedded API server",
         DevServer::Real => "real kube-apiserver",
@@ -255,7 +255,7 @@ pub(super) async fn run(args: DevArgs) -> Result<(), Box<dyn std::error::Error>>
         registry: Default::default(),
         trusted_keys: Vec::new(),
     };
-    let served = serve(client, options, shutdown_signal()).await;
+    let served = serve(config, options, shutdown_signal()).await;
     if let Some(serving) = embedded {
         serving.shutdown().await;
     }

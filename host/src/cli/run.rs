@@ -100,9 +100,10 @@ pub(crate) fn identity(given: Option<String>) -> String {
     })
 }
 
-/// A kube client from a kubeconfig file; without one, from the Pod's service account (in-cluster: the token and CA
-/// the kubelet mounts, `KUBERNETES_SERVICE_HOST`/`_PORT`), else from `~/.kube/config`. Logs which it used.
-pub(crate) async fn client(kubeconfig: Option<&std::path::Path>) -> Result<kube::Client, Box<dyn std::error::Error>> {
+/// The client configuration from a kubeconfig file; without one, from the Pod's service account (in-cluster: the
+/// token and CA the kubelet mounts, `KUBERNETES_SERVICE_HOST`/`_PORT`), else from `~/.kube/config`. Logs which it
+/// used.
+pub(crate) async fn config(kubeconfig: Option<&std::path::Path>) -> Result<kube::Config, Box<dyn std::error::Error>> {
     let (config, source) = match kubeconfig {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
@@ -119,7 +120,7 @@ pub(crate) async fn client(kubeconfig: Option<&std::path::Path>) -> Result<kube:
         None => (kube::Config::infer().await?, "~/.kube/config".to_owned()),
     };
     tracing::info!(server = %config.cluster_url, credentials = %source, "connecting to the API server");
-    Ok(host_client(config)?)
+    Ok(config)
 }
 
 /// The client the host uses: kube's built-in retry of 429/503/504 (up to 15 attempts, delays up to 1000 s inside
@@ -155,7 +156,7 @@ pub(super) async fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>>
         )
         .into());
     }
-    let client = client(args.kubeconfig.as_deref()).await?;
+    let config = config(args.kubeconfig.as_deref()).await?;
     let identity = identity(args.identity);
     let options = HostOptions {
         plugins_dir: args.plugins_dir,
@@ -179,7 +180,7 @@ pub(super) async fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>>
         registry: args.registry.options(),
         trusted_keys: args.trusted_keys,
     };
-    serve(client, options, shutdown_signal()).await?;
+    serve(config, options, shutdown_signal()).await?;
     Ok(())
 }
 

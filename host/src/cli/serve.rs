@@ -10,7 +10,7 @@ use kube::Client;
 use kube::api::Api;
 use tokio::sync::watch;
 
-use crate::controller::Manager;
+use crate::controller::{Impersonation, Manager};
 use crate::delivery::configmap::ConfigMapSource;
 use crate::delivery::directory::DirectorySource;
 use crate::delivery::referenced::ReferenceContext;
@@ -64,6 +64,9 @@ pub struct LeaderElection {
 /// Errors of the host's serving loop.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
+    /// The Kubernetes client could not be made from its configuration.
+    #[error("making the Kubernetes client")]
+    Client(#[source] kube::Error),
     /// The engine could not start.
     #[error(transparent)]
     Engine(#[from] crate::plugin::EngineError),
@@ -84,12 +87,15 @@ pub enum ServeError {
     TrustedKeys(#[source] SignatureError),
 }
 
-/// Serves plugins until `shutdown` resolves; with leader election, only while leading.
+/// Serves plugins until `shutdown` resolves; with leader election, only while leading. The host's client is made
+/// from `config` (see [`host_client`](super::run::host_client)); a plugin whose settings name a `serviceAccount` gets a
+/// client from the same configuration that impersonates that account.
 pub async fn serve(
-    client: Client,
+    config: kube::Config,
     options: HostOptions,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
+    let client = super::run::host_client(config.clone()).map_err(ServeError::Client)?;
     let metrics = Metrics::new();
     let health = Health::new();
     health.set_live(true);
@@ -130,6 +136,7 @@ pub async fn serve(
 
     let serving = Serving {
         client: client.clone(),
+        config,
         options: options.clone(),
         engine,
         references,
@@ -173,6 +180,8 @@ pub async fn serve(
 /// Everything a term of serving needs.
 struct Serving {
     client: Client,
+    /// What `client` was made from: plugins acting as a ServiceAccount get clients made from it.
+    config: kube::Config,
     options: HostOptions,
     engine: PluginEngine,
     references: ReferenceContext,
@@ -265,6 +274,7 @@ impl Serving {
     ) {
         let Self {
             client,
+            config,
             options,
             engine,
             references,
@@ -279,6 +289,7 @@ impl Serving {
             Some(options.identity.clone()),
         )
         .with_fence(fence)
+        .with_impersonation(Impersonation::new(config.clone(), client.clone()))
         .with_namespace(
             options
                 .configmap_namespace

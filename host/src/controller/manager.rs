@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::Mutex;
 
-use super::{Controller, ControllerOptions, Logic, StartError, Version};
+use super::{Controller, ControllerOptions, Impersonation, Logic, StartError, Version};
 use crate::delivery::{InstallError, Installed, Installer, PluginPackage, PluginSettings};
 use crate::lease::Fence;
 use crate::plugin::{ControllerSpec, Grants, OutboundCounters, PluginEngine, SecretVariables};
@@ -42,6 +42,8 @@ pub struct Manager {
     fence: Fence,
     /// The host's namespace: where a variable's Secret named without a namespace is read.
     namespace: Option<String>,
+    /// Clients for plugins whose settings name a ServiceAccount; without it such plugins are refused.
+    impersonation: Option<Impersonation>,
     slots: Arc<Mutex<HashMap<String, Slot>>>,
 }
 
@@ -62,6 +64,7 @@ impl Manager {
             shard: None,
             fence: Fence::always_open(),
             namespace: None,
+            impersonation: None,
             slots: Arc::default(),
         }
     }
@@ -77,6 +80,30 @@ impl Manager {
     pub fn with_namespace(mut self, namespace: Option<String>) -> Self {
         self.namespace = namespace;
         self
+    }
+
+    /// A plugin whose settings name a `serviceAccount` reads, watches and writes as that account through
+    /// `impersonation`'s clients.
+    pub fn with_impersonation(mut self, impersonation: Impersonation) -> Self {
+        self.impersonation = Some(impersonation);
+        self
+    }
+
+    /// The caches a plugin with `settings` reads and writes through: the host's own, or those of the ServiceAccount
+    /// it acts as.
+    async fn caches_for(&self, settings: &PluginSettings) -> Result<Caches, InstallError> {
+        let Some(account) = &settings.service_account else {
+            return Ok(self.caches.clone());
+        };
+        let identity_error = |message: String| InstallError::Identity {
+            account: account.to_string(),
+            message,
+        };
+        let impersonation = self
+            .impersonation
+            .as_ref()
+            .ok_or_else(|| identity_error("this host has no client configuration to impersonate with".into()))?;
+        impersonation.caches(account).await.map_err(identity_error)
     }
 
     /// Sharded mode: every controller reconciles only this replica's share (see [`crate::shard`]).
@@ -138,7 +165,16 @@ impl Manager {
         let engine = self.engine.clone();
         let plugin_name = name.to_owned();
         let limits = package.settings.limits;
-        let grants = self.grants(name, &package.settings);
+        let caches = match self.caches_for(&package.settings).await {
+            Ok(caches) => caches,
+            Err(error) => {
+                if let Some(metrics) = &self.metrics {
+                    metrics.record_plugin_load(name, false);
+                }
+                return Err(error);
+            }
+        };
+        let grants = self.grants(name, &package.settings, &caches);
         let wasm = package.wasm;
         let loaded = tokio::task::spawn_blocking(move || {
             engine
@@ -170,6 +206,7 @@ impl Manager {
                 && slot.settings.namespaces == package.settings.namespaces
                 && slot.settings.resync == package.settings.resync
                 && slot.settings.always_call == package.settings.always_call
+                && slot.settings.service_account == package.settings.service_account
         });
         if same_shape {
             let slot = slots.get_mut(name).expect("checked above");
@@ -193,14 +230,15 @@ impl Manager {
         if let Some(previous) = previous {
             stop_slot(previous).await;
         }
-        let slot = self.start_slot(name, version, sha256, package.config, package.settings, spec);
+        let slot = self.start_slot(name, version, (sha256, package.config, package.settings), spec, caches);
         slots.insert(name.to_owned(), slot);
         Ok(result)
     }
 
     /// What `settings` grant plugin `name` (used by contract 0.2 plugins only): outbound HTTP, variables read from
-    /// Secrets with the host's client, and the counters its requests are recorded in.
-    fn grants(&self, name: &str, settings: &PluginSettings) -> Grants {
+    /// Secrets with the client of the plugin's `caches` (the host's, or its ServiceAccount's), and the counters its
+    /// requests are recorded in.
+    fn grants(&self, name: &str, settings: &PluginSettings, caches: &Caches) -> Grants {
         Grants {
             outbound: Arc::new(settings.outbound.clone()),
             counters: self
@@ -208,7 +246,7 @@ impl Manager {
                 .as_ref()
                 .map_or_else(OutboundCounters::default, |metrics| metrics.outbound_counters(name)),
             variables: Arc::new(SecretVariables::new(
-                self.caches.client().clone(),
+                caches.client().clone(),
                 self.namespace.clone(),
                 settings.variables.clone(),
             )),
@@ -246,14 +284,14 @@ impl Manager {
         }
     }
 
+    /// Starts plugin `name`'s controller on `caches` once its kinds are served.
     fn start_slot(
         &self,
         name: &str,
         version: Version,
-        sha256: String,
-        config: Value,
-        settings: PluginSettings,
+        (sha256, config, settings): (String, Value, PluginSettings),
         spec: ControllerSpec,
+        caches: Caches,
     ) -> Slot {
         let running: Arc<Mutex<Option<Controller>>> = Arc::default();
         let options = ControllerOptions {
@@ -264,11 +302,12 @@ impl Manager {
             instance: self.instance.clone(),
             shard: self.shard.clone(),
             fence: self.fence.clone(),
+            drain_client: Some(self.caches.client().clone()),
         };
         let starter = tokio::spawn(start_when_served(
             name.to_owned(),
             version,
-            self.caches.clone(),
+            caches,
             options,
             self.metrics.clone(),
             running.clone(),

@@ -3,6 +3,7 @@
 //! async runtime, inside a `reconcile` span) → the applier, which owns every write — and hands the result back
 //! to the queue and the metrics.
 
+mod identity;
 pub mod manager;
 
 use std::collections::HashMap;
@@ -13,6 +14,7 @@ use futures::FutureExt as _;
 use serde_json::Value;
 use tracing::Instrument as _;
 
+pub use self::identity::Impersonation;
 pub use self::manager::Manager;
 use crate::apply::{Applier, Apply, CallError, PluginCall};
 use crate::lease::{Fence, Ticket};
@@ -108,7 +110,7 @@ struct Clean {
 }
 
 /// How a controller runs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ControllerOptions {
     /// Concurrent reconciles.
     pub concurrency: usize,
@@ -127,6 +129,22 @@ pub struct ControllerOptions {
     pub shard: Option<ShardLabels>,
     /// Checked before every write: the role (leader, shard member) this controller writes in.
     pub fence: Fence,
+    /// Sharded mode: the client drains are acknowledged with, the host's own (the shard labels are the sharder's,
+    /// not the plugin's, even when the plugin acts as a ServiceAccount). `None`: the caches' client.
+    pub drain_client: Option<kube::Client>,
+}
+
+impl std::fmt::Debug for ControllerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControllerOptions")
+            .field("concurrency", &self.concurrency)
+            .field("namespaces", &self.namespaces)
+            .field("resync", &self.resync)
+            .field("always_call", &self.always_call)
+            .field("instance", &self.instance)
+            .field("shard", &self.shard)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for ControllerOptions {
@@ -139,6 +157,7 @@ impl Default for ControllerOptions {
             instance: None,
             shard: None,
             fence: Fence::always_open(),
+            drain_client: None,
         }
     }
 }
@@ -282,7 +301,10 @@ impl Controller {
         )
         .with_shard_label(options.shard.as_ref().map(|shard| shard.shard_key.clone()))
         .with_fence(options.fence.clone());
-        let drains = options.shard.is_some().then(|| caches.client().clone());
+        let drains = options
+            .shard
+            .is_some()
+            .then(|| options.drain_client.clone().unwrap_or_else(|| caches.client().clone()));
         let whole_reads = options.shard.as_ref().map(|_| WholeReads {
             caches: caches.clone(),
             namespaces: options.namespaces.clone(),

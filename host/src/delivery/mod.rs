@@ -19,7 +19,7 @@ use std::future::Future;
 pub use package::{PackageError, PluginPackage};
 pub use reference::{OciReference, PluginReference};
 pub use registry::{RegistryClient, RegistryOptions};
-pub use settings::{PluginSettings, SettingsError};
+pub use settings::{PluginSettings, ServiceAccountRef, SettingsError};
 pub use signature::{PluginSigner, SignaturePolicy, TrustedKey};
 
 use crate::plugin::LoadError;
@@ -46,6 +46,14 @@ pub enum InstallError {
     /// Compilation panicked or was cancelled.
     #[error("loading the plugin was interrupted: {0}")]
     Interrupted(String),
+    /// The ServiceAccount its settings name cannot be acted as.
+    #[error("acting as ServiceAccount {account}: {message}")]
+    Identity {
+        /// The account, `namespace/name`.
+        account: String,
+        /// Why not.
+        message: String,
+    },
 }
 
 /// Where plugin sources deliver packages: the set of running plugins

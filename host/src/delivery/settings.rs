@@ -33,6 +33,64 @@ pub struct PluginSettings {
     pub pull_secret: Option<String>,
     /// How often a tag reference is resolved again (a moved tag hot-reloads the plugin).
     pub refresh_interval: Duration,
+    /// The ServiceAccount the host acts as for this plugin (`serviceAccount: namespace/name`): every read, watch and
+    /// write for it is made by impersonation, so that account's RBAC bounds the plugin. `None`: the host's own.
+    pub service_account: Option<ServiceAccountRef>,
+}
+
+/// A ServiceAccount, `namespace/name`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ServiceAccountRef {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+}
+
+impl ServiceAccountRef {
+    /// Parses `namespace/name`; both parts must be DNS names.
+    ///
+    /// ```
+    /// # use wasm_reconciler::delivery::ServiceAccountRef;
+    /// let account = ServiceAccountRef::parse("team-a/reconciler").unwrap();
+    /// assert_eq!(account.username(), "system:serviceaccount:team-a:reconciler");
+    /// assert!(ServiceAccountRef::parse("reconciler").is_err());
+    /// ```
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (namespace, name) = text
+            .split_once('/')
+            .ok_or_else(|| format!("{text:?} is not namespace/name"))?;
+        let label = |part: &str, max: usize| {
+            !part.is_empty()
+                && part.len() <= max
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+                && !part.starts_with(['-', '.'])
+                && !part.ends_with(['-', '.'])
+        };
+        if !label(namespace, 63) || namespace.contains('.') {
+            return Err(format!("{namespace:?} is not a namespace name"));
+        }
+        if !label(name, 253) {
+            return Err(format!("{name:?} is not a ServiceAccount name"));
+        }
+        Ok(Self {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        })
+    }
+
+    /// The user name the API server knows the account by: `system:serviceaccount:<namespace>:<name>`.
+    pub fn username(&self) -> String {
+        format!("system:serviceaccount:{}:{}", self.namespace, self.name)
+    }
+}
+
+impl std::fmt::Display for ServiceAccountRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
 }
 
 /// How often a tag reference is resolved again unless `refreshInterval` says otherwise.
@@ -50,6 +108,7 @@ impl Default for PluginSettings {
             variables: BTreeMap::new(),
             pull_secret: None,
             refresh_interval: DEFAULT_REFRESH_INTERVAL,
+            service_account: None,
         }
     }
 }
@@ -89,6 +148,7 @@ struct RawSettings {
     variables: Option<BTreeMap<String, String>>,
     pull_secret: Option<String>,
     refresh_interval: Option<String>,
+    service_account: Option<String>,
 }
 
 impl PluginSettings {
@@ -201,6 +261,15 @@ impl PluginSettings {
                 every
             }
         };
+        let service_account = raw
+            .service_account
+            .as_deref()
+            .map(ServiceAccountRef::parse)
+            .transpose()
+            .map_err(|message| SettingsError::Invalid {
+                key: "serviceAccount",
+                message,
+            })?;
         let (outbound, variables) = parse_grants(&raw, &mut limits)?;
         Ok(Self {
             limits,
@@ -212,6 +281,7 @@ impl PluginSettings {
             variables,
             pull_secret: raw.pull_secret,
             refresh_interval,
+            service_account,
         })
     }
 }
@@ -367,6 +437,15 @@ mod tests {
         assert_eq!(registry.pull_secret.as_deref(), Some("regcred"));
         assert_eq!(registry.refresh_interval, Duration::from_secs(30));
         assert_eq!(PluginSettings::default().refresh_interval, DEFAULT_REFRESH_INTERVAL);
+        let confined = PluginSettings::parse("serviceAccount: team-a/echo\n").unwrap();
+        assert_eq!(
+            confined.service_account,
+            Some(ServiceAccountRef {
+                namespace: "team-a".into(),
+                name: "echo".into()
+            })
+        );
+        assert_eq!(PluginSettings::default().service_account, None);
     }
 
     #[test]
@@ -382,6 +461,9 @@ mod tests {
         assert!(message("namespaces: []").contains("must list namespace names"));
         assert!(message("pullSecret: Reg_Cred").contains("setting `pullSecret`"));
         assert!(message("refreshInterval: 100ms").contains("must be at least 1s"));
+        assert!(message("serviceAccount: echo").contains("setting `serviceAccount`: \"echo\" is not namespace/name"));
+        assert!(message("serviceAccount: Team/echo").contains("\"Team\" is not a namespace name"));
+        assert!(message("serviceAccount: team/").contains("\"\" is not a ServiceAccount name"));
     }
 
     #[test]

@@ -756,6 +756,8 @@ impl Drop for Subscription {
 #[derive(Clone)]
 pub struct Caches {
     client: Client,
+    /// Who the watches are made as, in messages: `the host's ServiceAccount` or the plugin's account.
+    account: Arc<str>,
     caches: Arc<Mutex<HashMap<CacheScope, Weak<KindCache>>>>,
 }
 
@@ -782,8 +784,16 @@ impl Caches {
     pub fn new(client: Client) -> Self {
         Self {
             client,
+            account: "the host's ServiceAccount".into(),
             caches: Arc::default(),
         }
+    }
+
+    /// Caches whose client acts as ServiceAccount `account` (`namespace/name`): messages about refused watches say
+    /// to grant that account.
+    pub fn acting_as(mut self, account: &str) -> Self {
+        self.account = format!("ServiceAccount {account}").into();
+        self
     }
 
     /// The client the caches watch with.
@@ -856,7 +866,7 @@ impl Caches {
             task: Mutex::new(None),
         });
         let task = tokio::spawn(run_watch(
-            self.client.clone(),
+            (self.client.clone(), self.account.clone()),
             resource,
             gvk.clone(),
             (scope.clone(), selector.clone()),
@@ -892,7 +902,7 @@ impl Caches {
 /// its scope. The kube watcher re-lists on 410 Gone, uses bookmarks, and backs off on errors; a re-list of one
 /// namespace replaces only that namespace's objects. The cache is synced once every watch has listed.
 async fn run_watch(
-    client: Client,
+    (client, account): (Client, Arc<str>),
     resource: ApiResource,
     gvk: Gvk,
     (scope, selector): (Namespaces, Option<String>),
@@ -963,7 +973,7 @@ async fn run_watch(
                         .map_or_else(|| "cluster-wide".to_owned(), |n| format!("in namespace {n}"));
                     let message = format!("the API server forbids listing and watching {gvk} {scope}: {message}");
                     if cache.mark_forbidden(message.clone()) {
-                        tracing::warn!(kind = %gvk, namespace, "{message}; grant the host's ServiceAccount get, list and watch on it (see docs/deploy.md)");
+                        tracing::warn!(kind = %gvk, namespace, "{message}; grant {account} get, list and watch on it (see docs/deploy.md)");
                     }
                     continue;
                 }

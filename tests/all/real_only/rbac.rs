@@ -21,8 +21,8 @@ use crate::telemetry_probe::free_local_addr;
 /// The ServiceAccount `deploy/` runs the host as (namespace, name).
 const SERVICE_ACCOUNT: (&str, &str) = ("wasm-reconciler", "wasm-reconciler");
 
-/// A kubeconfig for `cluster` that authenticates with a fresh token of the ServiceAccount.
-fn service_account_kubeconfig(cluster: &Cluster, dir: &Path) -> anyhow::Result<PathBuf> {
+/// A kubeconfig for `cluster` that authenticates with a fresh token of `deploy/`'s ServiceAccount.
+pub fn service_account_kubeconfig(cluster: &Cluster, dir: &Path) -> anyhow::Result<PathBuf> {
     let (namespace, name) = SERVICE_ACCOUNT;
     let token = cluster.kubectl_ok(&["create", "token", name, "-n", namespace, "--duration=1h"]);
     let mut kubeconfig = kube::config::Kubeconfig::read_from(&cluster.kubeconfig)?;
