@@ -89,6 +89,7 @@ async fn deploy_applies_server_side_as_a_dry_run() -> anyhow::Result<()> {
             "configmap/configmapset",
             "configmap/webapp",
             "customresourcedefinition.apiextensions.k8s.io/configmapsets.examples.wasm-reconciler.io",
+            "customresourcedefinition.apiextensions.k8s.io/wasmplugins.wasm-reconciler.io",
             "customresourcedefinition.apiextensions.k8s.io/webapps.examples.wasm-reconciler.io",
             "deployment.apps/wasm-reconciler",
             "namespace/wasm-reconciler",

@@ -134,7 +134,8 @@ compare_objects() {
 render() {
 	local out=$1
 	shift
-	"$helm" template "$@" >"$out" || return 1
+	# With the chart's crds/ (the WasmPlugin CRD), which `helm install` applies and deploy/ lists as a resource.
+	"$helm" template --include-crds "$@" >"$out" || return 1
 	yq -c . "$out" | jq -s 'map(select(. != null))' >"$out.json"
 }
 
@@ -383,7 +384,7 @@ check_custom_values_rendered() {
 	local pod="$deployment | .spec.template"
 	local container="$pod | .spec.containers[0]"
 	expect "objects" "$(q '[.[] | "\(.kind) \(.metadata.namespace // "-") \(.metadata.name)"] | sort')" \
-		'["ClusterRole - edge-wasm-reconciler","ClusterRoleBinding - edge-wasm-reconciler","Deployment team-a edge-wasm-reconciler","PodDisruptionBudget team-a edge-wasm-reconciler","Role team-a-plugins edge-wasm-reconciler","RoleBinding team-a-plugins edge-wasm-reconciler","Service team-a edge-wasm-reconciler-metrics","ServiceAccount team-a edge-host"]' &&
+		'["ClusterRole - edge-wasm-reconciler","ClusterRoleBinding - edge-wasm-reconciler","CustomResourceDefinition - wasmplugins.wasm-reconciler.io","Deployment team-a edge-wasm-reconciler","PodDisruptionBudget team-a edge-wasm-reconciler","Role team-a-plugins edge-wasm-reconciler","RoleBinding team-a-plugins edge-wasm-reconciler","Service team-a edge-wasm-reconciler-metrics","ServiceAccount team-a edge-host"]' &&
 		expect "replicas" "$(q "$deployment | .spec.replicas")" 3 &&
 		expect "image" "$(q "$container | [.image, .imagePullPolicy]")" '["registry.example.com/platform/wasm-reconciler:0.1.0-rc.1","Always"]' &&
 		expect "imagePullSecrets" "$(q "$pod | .spec.imagePullSecrets")" '[{"name":"registry-credentials"}]' &&
@@ -407,11 +408,12 @@ check_custom_values_rendered() {
 		expect "RoleBinding subject" "$(q '.[] | select(.kind == "RoleBinding") | .subjects')" '[{"kind":"ServiceAccount","name":"edge-host","namespace":"team-a"}]' &&
 		expect "Service ports" "$(q '.[] | select(.kind == "Service") | .spec.ports')" '[{"name":"metrics","port":8080,"protocol":"TCP","targetPort":"metrics"}]' &&
 		expect "Service selector" "$(q '.[] | select(.kind == "Service") | .spec.selector')" '{"app.kubernetes.io/instance":"edge","app.kubernetes.io/name":"wasm-reconciler"}' || return 1
-	# Switched off: leader election, the metrics Service, RBAC and the ServiceAccount.
+	# Switched off: leader election, the metrics Service, RBAC and the ServiceAccount (the WasmPlugin CRD of crds/
+	# stays: helm installs it unless told --skip-crds).
 	render "$work/minimal.yaml" edge "$chart" --namespace team-a \
 		--set replicaCount=1,leaderElection.enabled=false,metrics.service.enabled=false,rbac.create=false,serviceAccount.create=false,serviceAccount.name=existing || return 1
 	objects="$work/minimal.yaml.json"
-	expect "objects" "$(q '[.[] | .kind]')" '["Deployment"]' &&
+	expect "objects" "$(q '[.[] | .kind]')" '["CustomResourceDefinition","Deployment"]' &&
 		expect "replicas" "$(q "$deployment | .spec.replicas")" 1 &&
 		expect "args" "$(q "$container | .args")" '["run","--namespace","team-a","--metrics-addr","0.0.0.0:9090","--artifact-cache","/var/cache/wasm-reconciler"]' &&
 		expect "serviceAccountName" "$(q "$pod | .spec.serviceAccountName")" '"existing"' || return 1
@@ -553,6 +555,8 @@ check_granted() {
 		can $sa yes update configmapsets.examples.wasm-reconciler.io --subresource=finalizers -n default &&
 		can $sa yes patch webapps.examples.wasm-reconciler.io --subresource=status -n default &&
 		can $sa yes create deployments.apps -n default &&
+		can $sa yes patch wasmplugins.wasm-reconciler.io --subresource=status -n wasm-reconciler &&
+		can $sa no patch wasmplugins.wasm-reconciler.io -n default &&
 		can $sa no get secrets -n default
 }
 

@@ -733,7 +733,7 @@ fn hash_of(value: &Value) -> u64 {
 }
 
 /// Now, to the second, as condition timestamps are written.
-fn now() -> String {
+pub(crate) fn now() -> String {
     let now = k8s_openapi::jiff::Timestamp::now();
     k8s_openapi::jiff::Timestamp::from_second(now.as_second())
         .unwrap_or(now)

@@ -241,6 +241,7 @@ pub(super) async fn run(args: DevArgs) -> Result<(), Box<dyn std::error::Error>>
     println!("    export KUBECONFIG={}", kubeconfig.display());
     println!("    kubectl apply -f plugins/configmapset/examples/configmapset.yaml");
     println!("    kubectl get configmapsets,configmaps -w");
+    println!("    kubectl get wasmplugins                  # each plugin's state");
     println!();
 
     let options = HostOptions {

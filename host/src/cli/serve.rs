@@ -21,6 +21,7 @@ use crate::plugin::PluginEngine;
 use crate::runtime::Caches;
 use crate::shard::sharder::{self, ShardedKinds};
 use crate::shard::{ShardLabels, Sharding, membership};
+use crate::telemetry::plugin_status::StatusWriter;
 use crate::telemetry::{Health, Metrics, MetricsServer};
 
 /// Where plugins come from and how the host runs.
@@ -96,6 +97,21 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let client = super::run::host_client(config.clone()).map_err(ServeError::Client)?;
+    if options.install_crds {
+        // `dev`: the WasmPlugin CRD too, so that `kubectl get wasmplugins` works there.
+        match crate::delivery::directory::install_crd_documents(
+            &client,
+            crate::telemetry::plugin_status::CRD,
+            "the WasmPlugin CRD",
+        )
+        .await
+        {
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(error = %error, "could not install the WasmPlugin CRD; plugin state is not shown in kubectl")
+            }
+        }
+    }
     let metrics = Metrics::new();
     let health = Health::new();
     health.set_live(true);
@@ -282,25 +298,37 @@ impl Serving {
             health,
         } = self;
         let caches = Caches::new(client.clone());
+        let namespace = options
+            .configmap_namespace
+            .clone()
+            .or_else(|| options.leader_election.as_ref().map(|le| le.namespace.clone()))
+            .or_else(|| options.sharding.as_ref().map(|sharding| sharding.namespace.clone()));
         let mut manager = Manager::new(
             engine.clone(),
             caches.clone(),
             Some(metrics.clone()),
             Some(options.identity.clone()),
         )
-        .with_fence(fence)
+        .with_fence(fence.clone())
         .with_impersonation(Impersonation::new(config.clone(), client.clone()))
-        .with_namespace(
-            options
-                .configmap_namespace
-                .clone()
-                .or_else(|| options.leader_election.as_ref().map(|le| le.namespace.clone()))
-                .or_else(|| options.sharding.as_ref().map(|sharding| sharding.namespace.clone())),
-        );
+        .with_namespace(namespace.clone());
         if let Some((labels, _)) = shard {
             manager = manager.with_shard(labels.clone());
         }
         let kinds = shard.map(|(_, kinds)| kinds.clone());
+        // Each plugin's state for `kubectl get wasmplugins`, in the host's namespace (`default` for `dev`).
+        let mut statuses = StatusWriter::new(
+            client.clone(),
+            namespace.as_deref().unwrap_or("default"),
+            &options.identity,
+            manager.clone(),
+            Some(metrics.clone()),
+            fence,
+        );
+        if shard.is_some() {
+            statuses = statuses.sharded();
+        }
+        let statuses = tokio::spawn(statuses.run(stop.clone()));
         let until_stopped = |mut stop: watch::Receiver<bool>| async move {
             let _ = stop.wait_for(|stop| *stop).await;
         };
@@ -359,6 +387,7 @@ impl Serving {
             let _ = source.await;
         }
         readiness.abort();
+        let _ = statuses.await;
         manager.shut_down().await;
         health.set_synced(false);
     }

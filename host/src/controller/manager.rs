@@ -5,8 +5,8 @@
 //! kinds, it is swapped into the running controller (reconciles in flight finish on the old one); when the
 //! kinds changed, the controller restarts with new watches.
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -24,6 +24,10 @@ use crate::telemetry::Metrics;
 
 struct Slot {
     sha256: String,
+    /// The WIT contract version the serving component targets.
+    contract: String,
+    /// When this version started serving (RFC 3339).
+    since: String,
     config: Value,
     settings: PluginSettings,
     spec: ControllerSpec,
@@ -45,6 +49,54 @@ pub struct Manager {
     /// Clients for plugins whose settings name a ServiceAccount; without it such plugins are refused.
     impersonation: Option<Impersonation>,
     slots: Arc<Mutex<HashMap<String, Slot>>>,
+    /// What is known of each plugin besides its controller: its source and last refusal.
+    records: Arc<std::sync::Mutex<BTreeMap<String, Record>>>,
+    /// Notified whenever a plugin is loaded, refused or removed.
+    changed: Arc<tokio::sync::Notify>,
+}
+
+/// Where a plugin comes from and its last refused version.
+#[derive(Debug, Clone, Default)]
+struct Record {
+    source: Option<String>,
+    last_refusal: Option<Refusal>,
+}
+
+/// A refused version of a plugin: when, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// RFC 3339, to the second.
+    pub time: String,
+    /// Why, as in the Event on its ConfigMap.
+    pub message: String,
+}
+
+/// One plugin as the host sees it now (see [`Manager::states`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginState {
+    /// The plugin's name.
+    pub name: String,
+    /// Where it comes from, when its source said.
+    pub source: Option<String>,
+    /// The version serving, if any.
+    pub serving: Option<ServingVersion>,
+    /// The last version refused, if any.
+    pub last_refusal: Option<Refusal>,
+}
+
+/// The serving version of a plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServingVersion {
+    /// sha256 of the component, hex.
+    pub sha256: String,
+    /// Its WIT contract version.
+    pub contract: String,
+    /// The primary kind it reconciles.
+    pub primary: crate::plugin::Gvk,
+    /// When it started serving (RFC 3339).
+    pub since: String,
+    /// The primaries in its controller's cache; `None` while the controller waits for its kinds or caches.
+    pub objects: Option<usize>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -66,6 +118,8 @@ impl Manager {
             namespace: None,
             impersonation: None,
             slots: Arc::default(),
+            records: Arc::default(),
+            changed: Arc::default(),
         }
     }
 
@@ -148,8 +202,80 @@ impl Manager {
         true
     }
 
+    /// Every plugin the host knows of, installed or refused, by name: what serves, how many objects it has, its
+    /// last refusal.
+    pub async fn states(&self) -> Vec<PluginState> {
+        let mut states: BTreeMap<String, PluginState> = self
+            .records
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(name, record)| {
+                let state = PluginState {
+                    name: name.clone(),
+                    source: record.source.clone(),
+                    serving: None,
+                    last_refusal: record.last_refusal.clone(),
+                };
+                (name.clone(), state)
+            })
+            .collect();
+        for (name, slot) in self.slots.lock().await.iter() {
+            let objects = slot.running.lock().await.as_ref().map(Controller::objects);
+            let state = states.entry(name.clone()).or_insert_with(|| PluginState {
+                name: name.clone(),
+                source: None,
+                serving: None,
+                last_refusal: None,
+            });
+            state.serving = Some(ServingVersion {
+                sha256: slot.sha256.clone(),
+                contract: slot.contract.clone(),
+                primary: slot.spec.primary.clone(),
+                since: slot.since.clone(),
+                objects,
+            });
+        }
+        states.into_values().collect()
+    }
+
+    /// Resolves the next time a plugin is loaded, refused or removed.
+    pub async fn changed(&self) {
+        self.changed.notified().await;
+    }
+
+    fn record(&self, name: &str, change: impl FnOnce(&mut Record)) {
+        change(
+            self.records
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(name.to_owned())
+                .or_default(),
+        );
+        self.changed.notify_waiters();
+    }
+
+    fn record_refusal(&self, name: &str, message: &str) {
+        self.record(name, |record| {
+            record.last_refusal = Some(Refusal {
+                time: crate::apply::now(),
+                message: message.to_owned(),
+            });
+        });
+    }
+
     /// Validates `package` and makes it the serving version of plugin `name`.
     pub async fn update(&self, name: &str, package: PluginPackage) -> Result<Installed, InstallError> {
+        let result = self.install_version(name, package).await;
+        match &result {
+            Err(error) => self.record_refusal(name, &crate::error_chain(error)),
+            Ok(Installed::Unchanged) => {}
+            Ok(_) => self.changed.notify_waiters(),
+        }
+        result
+    }
+
+    async fn install_version(&self, name: &str, package: PluginPackage) -> Result<Installed, InstallError> {
         use sha2::Digest;
         let sha256 = hex::encode(sha2::Sha256::digest(&package.wasm));
         {
@@ -197,6 +323,7 @@ impl Manager {
             metrics.set_plugin_info(name, plugin.sha256(), plugin.wit_version());
         }
         let spec = plugin.spec().clone();
+        let contract = plugin.wit_version().to_owned();
         let version = Version::new(Logic::Wasm(plugin), &package.config);
 
         let mut slots = self.slots.lock().await;
@@ -214,7 +341,11 @@ impl Manager {
             if let Some(controller) = running.as_ref() {
                 controller.swap(version);
                 drop(running);
+                if slot.sha256 != sha256 {
+                    slot.since = crate::apply::now();
+                }
                 slot.sha256 = sha256;
+                slot.contract = contract;
                 slot.config = package.config;
                 slot.settings = package.settings;
                 tracing::info!(plugin = name, sha256 = %slot.sha256, "new version serving");
@@ -230,7 +361,8 @@ impl Manager {
         if let Some(previous) = previous {
             stop_slot(previous).await;
         }
-        let slot = self.start_slot(name, version, (sha256, package.config, package.settings), spec, caches);
+        let mut slot = self.start_slot(name, version, (sha256, package.config, package.settings), spec, caches);
+        slot.contract = contract;
         slots.insert(name.to_owned(), slot);
         Ok(result)
     }
@@ -254,16 +386,20 @@ impl Manager {
     }
 
     /// Counts a version of plugin `name` that was refused before it reached [`Manager::update`] (its package
-    /// did not decode: digest, gzip, size, configuration or settings), like a version that failed to load.
-    pub fn record_refused(&self, name: &str) {
+    /// did not decode: digest, gzip, size, configuration or settings), like a version that failed to load, and
+    /// keeps why as its last refusal.
+    pub fn record_refused(&self, name: &str, message: &str) {
         if let Some(metrics) = &self.metrics {
             metrics.record_plugin_load(name, false);
         }
+        self.record_refusal(name, message);
     }
 
     /// Stops and forgets plugin `name`. Returns whether it was installed.
     pub async fn remove(&self, name: &str) -> bool {
         let slot = self.slots.lock().await.remove(name);
+        self.records.lock().unwrap_or_else(PoisonError::into_inner).remove(name);
+        self.changed.notify_waiters();
         if let Some(metrics) = &self.metrics {
             metrics.forget_plugin(name);
         }
@@ -314,6 +450,8 @@ impl Manager {
         ));
         Slot {
             sha256,
+            contract: String::new(),
+            since: crate::apply::now(),
             config,
             settings,
             spec,
@@ -360,8 +498,12 @@ impl Installer for Manager {
         self.remove(name).await
     }
 
-    fn record_refused(&self, name: &str) {
-        Manager::record_refused(self, name);
+    fn record_refused(&self, name: &str, message: &str) {
+        Manager::record_refused(self, name, message);
+    }
+
+    fn record_source(&self, name: &str, source: &str) {
+        self.record(name, |record| record.source = Some(source.to_owned()));
     }
 }
 

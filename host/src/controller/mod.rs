@@ -239,6 +239,13 @@ pub struct Controller {
     healers: Vec<tokio::task::JoinHandle<()>>,
 }
 
+impl Controller {
+    /// The primaries in the controller's cache: those it reconciles (in sharded mode, this replica's share).
+    pub fn objects(&self) -> usize {
+        self.shared.primary.len()
+    }
+}
+
 impl std::fmt::Debug for Controller {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Controller")

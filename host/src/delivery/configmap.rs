@@ -180,7 +180,13 @@ impl ConfigMapSource {
             reference: object_reference(&config_map),
             name: name.clone(),
         };
-        let result = match read(&config_map, &self.context.policy) {
+        let delivered = read(&config_map, &self.context.policy);
+        let source = match &delivered {
+            Ok(Delivered::Referenced(plugin)) => format!("{} (ConfigMap {}/{name})", plugin.reference, self.namespace),
+            _ => format!("ConfigMap {}/{name}", self.namespace),
+        };
+        installer.record_source(&name, &source);
+        let result = match delivered {
             Ok(Delivered::Inline(package)) => installer
                 .install(&name, package)
                 .await
@@ -198,8 +204,9 @@ impl ConfigMapSource {
                 return;
             }
             Err(error) => {
-                installer.record_refused(&name);
-                Err(crate::error_chain(&error))
+                let message = crate::error_chain(&error);
+                installer.record_refused(&name, &message);
+                Err(message)
             }
         };
         match result {

@@ -118,6 +118,7 @@ impl DirectorySource {
         {
             tracing::error!(plugin = name, error = %error, "could not install the plugin's CRDs");
         }
+        installer.record_source(name, &format!("directory {}", path.display()));
         let read = |file: &str| std::fs::read(path.join(file)).ok();
         let text = |file: &str| read(file).map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
         let package = PluginPackage::decode(
@@ -136,7 +137,7 @@ impl DirectorySource {
         }) {
             Ok(package) => package,
             Err(error) => {
-                installer.record_refused(name);
+                installer.record_refused(name, &error);
                 tracing::error!(plugin = name, dir = %path.display(), error = %error, "plugin refused; the previous version keeps serving");
                 return;
             }
@@ -175,13 +176,18 @@ pub async fn install_crds(client: &kube::Client, file: &Path) -> Result<usize, S
     let Ok(text) = std::fs::read_to_string(file) else {
         return Ok(0);
     };
+    install_crd_documents(client, &text, &file.display().to_string()).await
+}
+
+/// Applies every CustomResourceDefinition of the YAML documents `text` (read from `origin`, for messages) and waits
+/// until each is established. Returns how many there were.
+pub async fn install_crd_documents(client: &kube::Client, text: &str, origin: &str) -> Result<usize, String> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let mut crds = Vec::new();
-    let documents: Vec<serde_json::Value> =
-        serde_saphyr::from_multiple(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+    let documents: Vec<serde_json::Value> = serde_saphyr::from_multiple(text).map_err(|e| format!("{origin}: {e}"))?;
     for value in documents.into_iter().filter(|value| !value.is_null()) {
-        let crd: CustomResourceDefinition = serde_json::from_value(value)
-            .map_err(|e| format!("{}: not a CustomResourceDefinition: {e}", file.display()))?;
+        let crd: CustomResourceDefinition =
+            serde_json::from_value(value).map_err(|e| format!("{origin}: not a CustomResourceDefinition: {e}"))?;
         crds.push(crd);
     }
     let mut installed = 0;

@@ -70,7 +70,13 @@ pub trait Installer: Send + Sync {
     /// Stops and forgets plugin `name`; whether it was installed.
     fn uninstall(&self, name: &str) -> impl Future<Output = bool> + Send;
 
-    /// Counts a version of plugin `name` refused before it reached [`install`](Self::install): its package did
-    /// not decode (digest, gzip, size, configuration or settings).
-    fn record_refused(&self, name: &str);
+    /// Records a version of plugin `name` refused before it reached [`install`](Self::install) (its package did
+    /// not decode: digest, gzip, size, configuration or settings; or it could not be pulled), and why.
+    fn record_refused(&self, name: &str, message: &str);
+
+    /// Records where plugin `name` comes from, as users name it: `ConfigMap wasm-reconciler/certs`, a reference, a
+    /// directory.
+    fn record_source(&self, name: &str, source: &str) {
+        let _ = (name, source);
+    }
 }

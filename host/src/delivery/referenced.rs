@@ -242,7 +242,7 @@ pub async fn run(
                     "could not load the referenced version; the previous version keeps serving"
                 );
                 if last_failure.as_deref() != Some(message.as_str()) {
-                    installer.record_refused(&name);
+                    installer.record_refused(&name, &message);
                     last_failure = Some(message.clone());
                     sink.report(Verdict::Refused { message, retrying }).await;
                 }

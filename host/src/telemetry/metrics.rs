@@ -319,6 +319,17 @@ impl Metrics {
         }
     }
 
+    /// How many reconciles of `plugin` have failed so far (`reconcile_total{result="error"}`).
+    pub fn reconcile_errors(&self, plugin: &str) -> u64 {
+        self.inner
+            .reconcile
+            .get(&PluginResultLabels {
+                plugin: plugin.to_owned(),
+                result: "error",
+            })
+            .map_or(0, |counter| counter.get())
+    }
+
     /// The series `plugin`'s skipped reconciles count into (`reconcile_skipped_total`), present from now on.
     pub fn skipped_counter(&self, plugin: &str) -> Counter {
         self.inner

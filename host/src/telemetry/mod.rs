@@ -5,6 +5,7 @@
 
 mod health;
 mod metrics;
+pub mod plugin_status;
 pub mod server;
 
 pub use health::{Health, NotReady, Readiness};
