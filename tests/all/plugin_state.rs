@@ -22,7 +22,7 @@ use crate::plugin_configmaps::{HOST_NAMESPACE, apply_config_map, delete_config_m
 
 const NAMESPACE: &str = "state";
 /// The WasmPlugin CRD as `deploy/` installs it.
-const WASMPLUGIN_CRD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/wasmplugins-crd.yaml");
+pub const WASMPLUGIN_CRD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/wasmplugins-crd.yaml");
 
 /// `kubectl get wasmplugins -n wasm-reconciler`, each row by column name (the CRD's printer columns).
 fn wasmplugins(cluster: &Cluster) -> BTreeMap<String, BTreeMap<String, String>> {

@@ -200,6 +200,7 @@ async fn replicas_share_the_primaries_survive_a_crash_and_rebalance_on_join() ->
     let client = cluster.client().await?;
     create_namespace(&client, HOST_NAMESPACE).await?;
     install_crd(&client, &example_crd("configmapset")).await?;
+    install_crd(&client, crate::plugin_state::WASMPLUGIN_CRD).await?;
     apply_config_map(
         &client,
         &packed(wasm_reconciler_artifacts::CONFIGMAPSET, "configmapset", None, false)?,
@@ -298,6 +299,29 @@ async fn replicas_share_the_primaries_survive_a_crash_and_rebalance_on_join() ->
     let live = [&a, &b, &d];
     assert_caches_hold_shares(&live, &shares).await;
     assert_children_follow_owners(&client, &api).await?;
+    // `kubectl get wasmplugin -o yaml` shows each replica's share, written by the replica itself.
+    let plugins = namespaced(
+        &client,
+        HOST_NAMESPACE,
+        &wasm_reconciler::telemetry::plugin_status::resource(),
+    );
+    wait_for(
+        Duration::from_secs(30),
+        "each live replica's share in the WasmPlugin",
+        || async {
+            let plugin = plugins.get("configmapset").await.ok()?;
+            let entries: BTreeMap<String, u64> = plugin.data["status"]["replicas"]
+                .as_array()?
+                .iter()
+                .filter_map(|entry| Some((entry["name"].as_str()?.to_owned(), entry["objects"].as_u64()?)))
+                .collect();
+            let wanted = live.iter().all(|replica| {
+                entries.get(replica.identity).copied() == shares.get(replica.identity).map(|share| *share as u64)
+            });
+            (wanted && plugin.data["status"]["conditions"][0]["status"] == "True").then_some(())
+        },
+    )
+    .await;
 
     // One sharder, which counted the moves.
     let mut sharders = 0;

@@ -299,7 +299,9 @@ impl StatusWriter {
             }
         };
         let mut status = BTreeMap::<&str, Value>::new();
-        status.insert("host", json!(self.identity));
+        if !self.sharded {
+            status.insert("host", json!(self.identity));
+        }
         status.insert(
             "conditions",
             json!([{"type": "Ready", "status": ready, "reason": reason, "message": message,

@@ -89,6 +89,28 @@ pub async fn run(cluster: &Cluster, install: &Install) -> anyhow::Result<()> {
     }
     wait_sets(&client, DEMO, &BTreeMap::new(), CONVERGE).await;
 
+    // `kubectl get wasmplugins` shows the plugin serving, as written by the leader.
+    wait_for(
+        CONVERGE,
+        "kubectl get wasmplugins to show configmapset serving",
+        || async {
+            let columns =
+                "-o=jsonpath={.status.conditions[0].status} {.status.shortDigest} {.status.objects} {.status.host}";
+            let shown = tokio::task::block_in_place(|| {
+                cluster.kubectl(&["-n", NAMESPACE, "get", "wasmplugin", "configmapset", columns])
+            });
+            let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+            let fields: Vec<&str> = shown.split_whitespace().collect();
+            (fields.len() == 4
+                && fields[0] == "True"
+                && fields[1].len() == 12
+                && fields[2] == "5"
+                && fields[3] == leader)
+                .then_some(())
+        },
+    )
+    .await;
+
     // JSON log lines, each reconcile's naming its plugin and object.
     let log = pods::logs(&client, &leader, false).await;
     let lines = json_lines(&log);
