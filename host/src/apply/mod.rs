@@ -420,12 +420,21 @@ impl Applier {
             self.confirm_primary(primary).await?;
         }
         let desired: HashSet<(&Gvk, &str)> = prepared.iter().map(|c| (&c.gvk, c.name.as_str())).collect();
+        // Reconciled before (by this host or another replica): its children may exist outside this replica's share.
+        let reconciled_before = primary.data["status"]["conditions"]
+            .as_array()
+            .is_some_and(|conditions| {
+                conditions
+                    .iter()
+                    .any(|c| c["type"] == crate::plugin::RECONCILED_CONDITION)
+            });
         let mut applies = Vec::new();
         for child in prepared {
             let child_key = ObjectKey::new(child.object["metadata"]["namespace"].as_str(), &child.name);
             let hash = hash_of(&child.object);
             if !self.applied_unchanged(&primary_key, child, &child_key, hash) {
-                applies.push(self.apply_child(ticket, &primary_key, child, child_key, hash).boxed());
+                let target = (child_key, hash, reconciled_before);
+                applies.push(self.apply_child(ticket, &primary_key, child, target).boxed());
             }
         }
         let applied = applies.len();
@@ -507,18 +516,27 @@ impl Applier {
                 .is_some_and(|observed| is_subset(&child.object, &observed.value()))
     }
 
+    /// Applies `child` (of key `child_key`, hashing to `hash`; `reconciled_before` when its primary was).
     async fn apply_child(
         &self,
         ticket: &Ticket,
         primary_key: &ObjectKey,
         child: &PreparedChild,
-        child_key: ObjectKey,
-        hash: u64,
+        (child_key, hash, reconciled_before): (ObjectKey, u64, bool),
     ) -> Result<(), WriteError> {
         let cache = &self.owned[&child.gvk];
-        let observed = cache.get(&child_key);
-        let created = observed.is_none();
         let api = api_for(&self.client, cache, child_key.namespace.as_deref());
+        let observed = match cache.get(&child_key) {
+            Some(observed) => Some(observed),
+            // A cache of this replica's share lacks the children of a primary handed over by another replica until
+            // they are applied with this replica's label: read it, so the apply presumes the object it finds
+            // rather than nothing. (A primary never reconciled has no children to find.)
+            None if cache.selector().is_some() && reconciled_before => {
+                read_child(&api, &child.name, &child.gvk).await?
+            }
+            None => None,
+        };
+        let created = observed.is_none();
         // A child in the view is applied to *that* object as the view saw it: its uid and resourceVersion ride along
         // as preconditions, so a child deleted or recreated since the view is refused (409/422), and so is one that
         // changed since — a write that left this replica late (it was frozen with the request still inside it) can
@@ -712,6 +730,15 @@ fn same_but_status(written: &DynamicObject, seen: &DynamicObject) -> bool {
 /// A write was refused because its object moved on since the view (a failed uid or resourceVersion precondition):
 /// the cache is behind the API server. The object is read once and folded in (or its deletion is), so the re-queued
 /// reconcile works from what is stored even while the watch lags, instead of meeting the same conflict again.
+/// The child `name` as the API server has it now, if it exists.
+async fn read_child(api: &Api<DynamicObject>, name: &str, gvk: &Gvk) -> Result<Option<Arc<CachedObject>>, WriteError> {
+    let current = api.get_opt(name).await.map_err(|source| WriteError::Api {
+        what: format!("reading child {name} before applying it"),
+        source,
+    })?;
+    Ok(current.and_then(|object| CachedObject::new(object, gvk)).map(Arc::new))
+}
+
 async fn refresh(cache: &KindCache, api: &Api<DynamicObject>, key: &ObjectKey, uid: &str) {
     match api.get_opt(&key.name).await {
         Ok(Some(current)) => {

@@ -106,11 +106,6 @@ pub struct Gate {
     /// Every write's answer is held this long after the API server gave it: the watch events of the write reach
     /// the host first.
     pub slow_answers: Option<std::time::Duration>,
-    /// Sharded hosts: a child is in a host's label-selected cache only once it carries that host's shard label. When
-    /// a primary moves here, its children may still carry the previous owner's label for a moment, so the new owner
-    /// can apply one it was never shown; such an apply, of a child controlled by a primary this host was shown, is
-    /// the handoff rather than a stale view.
-    pub shard_takeovers: bool,
 }
 
 /// What the front has delivered to the current run of its host, and what that host wrote itself: the host's view
@@ -650,15 +645,7 @@ fn check_guard(state: &FrontState, id: &WriteId, key: &ObjectKey, body: &Value) 
 fn check_answer(state: &FrontState, id: &WriteId, key: &ObjectKey, body: &Value, status: u16, response: &Value) {
     let (uid, _, _) = presumed(id, body);
     let answered_uid = response["metadata"]["uid"].as_str().map(str::to_owned);
-    let takeover = state.gate.borrow().shard_takeovers
-        && response["metadata"]["ownerReferences"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|owner| owner["controller"] == true)
-            .filter_map(|owner| owner["uid"].as_str())
-            .any(|owner| state.view().uids.values().any(|uids| uids.contains(owner)));
-    if id.action == "apply" && uid.is_none() && status != 201 && !takeover {
+    if id.action == "apply" && uid.is_none() && status != 201 {
         state.violation(format!(
             "{}: {id} on {key} applied without a uid precondition and updated an existing object (uid {}) rather \
              than creating it",

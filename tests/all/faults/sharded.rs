@@ -93,9 +93,6 @@ async fn play(environment: &Environment, stage: &Stage, sharder: bool, when: Cra
     let shard_key = "shard.wasm-reconciler.io/ring";
     let drain_key = "drain.wasm-reconciler.io/ring";
     let [a, b, c] = [&stage.hosts[0], &stage.hosts[1], &stage.hosts[2]];
-    for host in [a, b, c] {
-        host.front.gate(|gate| gate.shard_takeovers = true);
-    }
     a.start()?;
     b.start()?;
     a.wait_ready(SETTLE).await;
