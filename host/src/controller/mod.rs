@@ -723,7 +723,7 @@ impl Shared {
         let (view, view_fingerprint) = assembling.in_scope(|| {
             // The fingerprint is of the very objects the view is made of.
             let children = world_view::children(&primary, &self.owned);
-            assembling.record("children", children.len());
+            assembling.record("children", children.len() as i64);
             let view_fingerprint = fingerprint::view(&primary, &children, version.fingerprint(), attempt);
             let view = world_view::of(&primary, &children, &version.config, deleting, attempt);
             (view, view_fingerprint)

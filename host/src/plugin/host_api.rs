@@ -125,7 +125,7 @@ impl host::Host for CallState {
             .check_readable(&kind)
             .and_then(|()| self.reader.list(&kind, namespace.as_deref(), label_selector.as_deref()));
         match &result {
-            Ok(objects) => span.record("count", objects.len()),
+            Ok(objects) => span.record("count", objects.len() as i64),
             Err(_) => span.record("otel.status_code", "ERROR"),
         };
         result

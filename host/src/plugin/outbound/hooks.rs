@@ -147,7 +147,7 @@ impl WasiHttpHooks for OutboundHooks {
             otel.kind = "client",
             http.request.method = %request.method(),
             server.address = %destination.host,
-            server.port = destination.port,
+            server.port = i64::from(destination.port),
             url.scheme = destination.scheme.as_str(),
             http.response.status_code = tracing::field::Empty,
             otel.status_code = tracing::field::Empty,
@@ -160,7 +160,7 @@ impl WasiHttpHooks for OutboundHooks {
                     if writes && response.status().is_success() {
                         counters.writes.inc();
                     }
-                    request_span.record("http.response.status_code", response.status().as_u16());
+                    request_span.record("http.response.status_code", i64::from(response.status().as_u16()));
                     if response.status().is_server_error() {
                         request_span.record("otel.status_code", "ERROR");
                     }
