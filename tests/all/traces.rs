@@ -2,10 +2,10 @@
 //! real OpenTelemetry Collector (`tests/otelcol/`: the OTLP receiver and the file exporter, on loopback). The batch
 //! span processor is told to wait a minute, so what the collector receives was sent by the flush of a SIGTERM.
 //! Each reconcile is one trace: a `reconcile` root naming the plugin and the object, with its queue wait, view
-//! assembly, plugin call (and the plugin's read under it) and every write as children.
+//! assembly, plugin call (and the plugin's reads and outbound requests under it) and every write as children.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -14,10 +14,13 @@ use anyhow::Context as _;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use crate::harness::{Cluster, example_crd, wait_for};
 use crate::host_process::HostProcess;
-use crate::kinds::{MIRROR_CRD, configmapset, configmapset_resource, create_namespace, namespaced, wait_set_ready};
+use crate::kinds::{
+    MIRROR_CRD, OUTBOUND_CRD, configmapset, configmapset_resource, create_namespace, namespaced, wait_set_ready,
+};
 use crate::mirror::{create_mirrors, wait_mirrored};
 use crate::plugin_configmaps::{HOST_NAMESPACE, apply_config_map, install_crd, packed};
 use crate::telemetry_probe::free_local_addr;
@@ -120,6 +123,8 @@ struct Span {
     span_id: String,
     parent_span_id: String,
     name: String,
+    /// 1 internal, 2 server, 3 client, …
+    kind: i64,
     start: u128,
     end: u128,
     attributes: HashMap<String, Value>,
@@ -140,6 +145,7 @@ impl Span {
                         span_id: span["spanId"].as_str().unwrap_or_default().to_owned(),
                         parent_span_id: span["parentSpanId"].as_str().unwrap_or_default().to_owned(),
                         name: span["name"].as_str().unwrap_or_default().to_owned(),
+                        kind: span["kind"].as_i64().unwrap_or_default(),
                         start: nanos("startTimeUnixNano"),
                         end: nanos("endTimeUnixNano"),
                         attributes: attributes(&span["attributes"]),
@@ -222,6 +228,29 @@ fn child<'a>(trace: &'a [Span], name: &str, parent: &Span) -> &'a Span {
     spans[0]
 }
 
+/// An HTTP server on loopback answering every request with `200 pong`: where the outbound plugin sends its request.
+async fn pong_server() -> anyhow::Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+    let address = listener.local_addr()?;
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buffer = [0; 1024];
+                while !request.windows(4).any(|window| window == b"\r\n\r\n") {
+                    match stream.read(&mut buffer).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(read) => request.extend_from_slice(&buffer[..read]),
+                    }
+                }
+                let response = b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\nconnection: close\r\n\r\npong";
+                let _ = stream.write_all(response).await;
+            });
+        }
+    });
+    Ok(address)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reconcile_is_one_trace_of_its_steps_at_an_otlp_collector() -> anyhow::Result<()> {
     let cluster = Cluster::start().await?;
@@ -231,6 +260,7 @@ async fn a_reconcile_is_one_trace_of_its_steps_at_an_otlp_collector() -> anyhow:
     create_namespace(&admin, NAMESPACE).await?;
     install_crd(&admin, MIRROR_CRD).await?;
     install_crd(&admin, &example_crd("configmapset")).await?;
+    let outbounds = install_crd(&admin, OUTBOUND_CRD).await?;
     apply_config_map(
         &admin,
         &packed(wasm_reconciler_artifacts::MIRROR, "mirror", None, false)?,
@@ -241,6 +271,19 @@ async fn a_reconcile_is_one_trace_of_its_steps_at_an_otlp_collector() -> anyhow:
         &packed(wasm_reconciler_artifacts::CONFIGMAPSET, "configmapset", None, true)?,
     )
     .await?;
+    // The outbound plugin (contract 0.2) sends one GET to a server on loopback, which its settings allow.
+    let pong = pong_server().await?;
+    let mut outbound = packed(
+        wasm_reconciler_artifacts::OUTBOUND,
+        "outbound",
+        Some(&format!("requests:\n  - url: http://{pong}/ping\n")),
+        false,
+    )?;
+    outbound.data.get_or_insert_default().insert(
+        "settings.yaml".into(),
+        format!("allowedOutboundHosts: [\"http://{pong}\"]\n"),
+    );
+    apply_config_map(&admin, &outbound).await?;
     let source: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "source"}, "data": {"version": "v1"}}))?;
     Api::<ConfigMap>::namespaced(admin.clone(), NAMESPACE)
         .create(&PostParams::default(), &source)
@@ -267,8 +310,22 @@ async fn a_reconcile_is_one_trace_of_its_steps_at_an_otlp_collector() -> anyhow:
     let mut set: DynamicObject = serde_json::from_value(configmapset("greetings", 2, 2, "hello"))?;
     set.metadata.namespace = Some(NAMESPACE.to_owned());
     sets.create(&PostParams::default(), &set).await?;
+    let outbounds = namespaced(&admin, NAMESPACE, &outbounds);
+    let ping = json!({"apiVersion": "tests.wasm-reconciler.io/v1", "kind": "Outbound", "metadata": {"name": "ping"}});
+    outbounds
+        .create(&PostParams::default(), &serde_json::from_value(ping)?)
+        .await?;
     wait_mirrored(&admin, NAMESPACE, 1, 2, "v1", Duration::from_secs(60)).await;
     wait_set_ready(&sets, "greetings", 2).await;
+    wait_for(
+        Duration::from_secs(60),
+        "the Outbound's request to be answered",
+        || async {
+            let ping = serde_json::to_value(outbounds.get("ping").await.ok()?).ok()?;
+            (ping["status"]["responses"][0]["status"] == 200).then_some(())
+        },
+    )
+    .await;
     let log = host.log.clone();
     assert!(
         host.terminate(Duration::from_secs(30)).await,
@@ -277,9 +334,10 @@ async fn a_reconcile_is_one_trace_of_its_steps_at_an_otlp_collector() -> anyhow:
 
     let mirror_object = format!("{NAMESPACE}/m0");
     let set_object = format!("{NAMESPACE}/greetings");
-    let ((mirror, mirror_trace), (set_root, set_trace)) = wait_for(
+    let ping_object = format!("{NAMESPACE}/ping");
+    let ((mirror, mirror_trace), (set_root, set_trace), (ping, ping_trace)) = wait_for(
         Duration::from_secs(30),
-        "the collector to write both reconciles' traces",
+        "the collector to write the three reconciles' traces",
         || async {
             let spans = collector.spans();
             let mirror = reconcile_trace(
@@ -289,7 +347,8 @@ async fn a_reconcile_is_one_trace_of_its_steps_at_an_otlp_collector() -> anyhow:
                 &["host.get", "child.apply", "status.write"],
             )?;
             let set = reconcile_trace(&spans, "configmapset", &set_object, &["finalizer.add", "child.apply"])?;
-            Some((mirror, set))
+            let ping = reconcile_trace(&spans, "outbound", &ping_object, &["outbound.request", "status.write"])?;
+            Some((mirror, set, ping))
         },
     )
     .await;
@@ -311,6 +370,11 @@ async fn a_reconcile_is_one_trace_of_its_steps_at_an_otlp_collector() -> anyhow:
         "the queue wait ends as the reconcile starts: {waited:?} {mirror:?}"
     );
     let view = child(&mirror_trace, "view.assemble", &mirror);
+    assert_eq!(
+        view.attributes.get("children"),
+        Some(&json!(0)),
+        "no copies yet: {view:?}"
+    );
     let call = child(&mirror_trace, "plugin.call", &mirror);
     assert!(view.end <= call.start, "the view is assembled before the call");
     assert!(
@@ -379,6 +443,19 @@ async fn a_reconcile_is_one_trace_of_its_steps_at_an_otlp_collector() -> anyhow:
         applies.iter().all(|apply| apply.text("kind") == Some("v1/ConfigMap")),
         "{applies:?}"
     );
+
+    // The Outbound's reconcile: its request, a client span under the plugin call, answered 200.
+    let call = child(&ping_trace, "plugin.call", &ping);
+    let request = child(&ping_trace, "outbound.request", call);
+    assert_eq!(request.kind, 3, "outbound.request is a client span: {request:?}");
+    assert_eq!(request.text("http.request.method"), Some("GET"));
+    assert_eq!(request.text("server.address"), Some("127.0.0.1"));
+    assert_eq!(request.attributes.get("server.port"), Some(&json!(pong.port())));
+    assert_eq!(request.text("url.scheme"), Some("http"));
+    assert_eq!(request.attributes.get("http.response.status_code"), Some(&json!(200)));
+    assert_eq!(request.status_code, 0, "{request:?}");
+    assert!(call.start <= request.start, "the request is sent during the call");
+    child(&ping_trace, "status.write", &ping);
 
     // Log lines are what they were: the `reconcile` span, never a step's.
     let log = std::fs::read_to_string(log)?;
