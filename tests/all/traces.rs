@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DynamicObject, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -326,6 +326,12 @@ async fn a_reconcile_is_one_trace_of_its_steps_at_an_otlp_collector() -> anyhow:
         },
     )
     .await;
+    // The ConfigMapSet deleted: its cleanup deletes the children, then the finalizer goes.
+    sets.delete("greetings", &DeleteParams::default()).await?;
+    wait_for(Duration::from_secs(60), "the ConfigMapSet to be gone", || async {
+        matches!(sets.get_opt("greetings").await, Ok(None)).then_some(())
+    })
+    .await;
     let log = host.log.clone();
     assert!(
         host.terminate(Duration::from_secs(30)).await,
@@ -348,6 +354,7 @@ async fn a_reconcile_is_one_trace_of_its_steps_at_an_otlp_collector() -> anyhow:
             )?;
             let set = reconcile_trace(&spans, "configmapset", &set_object, &["finalizer.add", "child.apply"])?;
             let ping = reconcile_trace(&spans, "outbound", &ping_object, &["outbound.request", "status.write"])?;
+            reconcile_trace(&spans, "configmapset", &set_object, &["finalizer.remove"])?;
             Some((mirror, set, ping))
         },
     )
@@ -443,6 +450,29 @@ async fn a_reconcile_is_one_trace_of_its_steps_at_an_otlp_collector() -> anyhow:
         applies.iter().all(|apply| apply.text("kind") == Some("v1/ConfigMap")),
         "{applies:?}"
     );
+
+    // The ConfigMapSet's cleanup: its children deleted, by one reconcile or several, then its finalizer removed.
+    let spans = collector.spans();
+    let (cleanup, cleanup_trace) =
+        reconcile_trace(&spans, "configmapset", &set_object, &["finalizer.remove"]).expect("the cleanup's trace");
+    let removed = child(&cleanup_trace, "finalizer.remove", &cleanup);
+    assert_eq!(removed.text("finalizer"), Some("examples.wasm-reconciler.io/drain"));
+    let mut deleted: Vec<&str> = spans
+        .iter()
+        .filter(|span| span.name == "child.delete")
+        .inspect(|delete| {
+            let parent = spans.iter().find(|span| span.span_id == delete.parent_span_id);
+            assert!(
+                parent.is_some_and(|parent| parent.name == "reconcile" && parent.text("object") == Some(&*set_object)),
+                "child.delete is a child of the ConfigMapSet's reconcile: {delete:?}"
+            );
+            assert_eq!(delete.text("kind"), Some("v1/ConfigMap"));
+        })
+        .filter_map(|delete| delete.text("name"))
+        .collect();
+    deleted.sort();
+    deleted.dedup();
+    assert_eq!(deleted, ["greetings-0", "greetings-1"]);
 
     // The Outbound's reconcile: its request, a client span under the plugin call, answered 200.
     let call = child(&ping_trace, "plugin.call", &ping);
