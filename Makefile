@@ -52,11 +52,12 @@ dev: plugins polyglot build
 
 ## test: everything CI runs — formatting, lints, every test (unit, plugin, API server, end to end on the embedded
 ## API server and again on a real kube-apiserver, the differential conformance suite of the two servers, the
-## DNSRecord plugin against a real PowerDNS, and the alerts and dashboard evaluated by a real Prometheus).
+## DNSRecord plugin against a real PowerDNS, traces received by a real OpenTelemetry Collector, and the alerts and
+## dashboard evaluated by a real Prometheus).
 # Every cargo command of the run selects the whole workspace with TEST_FEATURES (the CRD generators, whose tests
 # check each plugin's crd.yaml), so they resolve features alike and each crate is compiled once: `build` under CI
 # compiles the tests as well (see HOST_BUILD), and the test runs, the real-server e2e run included, reuse it.
-test: toolchain test-tools polyglot kube-harness helm-check monitoring-check image
+test: toolchain test-tools polyglot kube-harness otelcol helm-check monitoring-check image
 	$(CARGO) fmt --all -- --check
 	python3 apiserver/tools/builtin_openapi.py --check
 	$(CARGO) clippy --workspace --all-targets $(TEST_FEATURES) -- -D warnings
@@ -223,6 +224,12 @@ real-node: test-tools
 	@bin_dir="$$(tests/kube/build.sh)"; \
 	echo "kubeconfig: $(CURDIR)/$(DEV_DIR)/real-node/kubeconfig (written when ready; Ctrl-C stops the cluster)"; \
 	exec "$$bin_dir/kube-harness" up --dir $(DEV_DIR)/real-node --node --registry-dir $(DEV_DIR)/real-node-registry $(REAL_NODE_ARGS)
+
+.PHONY: otelcol
+## otelcol: the OpenTelemetry Collector the trace tests send spans to (OTLP receiver, file exporter), built from Go
+## modules (tests/otelcol/) and cached under ~/.cache/wasm-reconciler/otelcol.
+otelcol:
+	tests/otelcol/build.sh >/dev/null
 
 .PHONY: helm-check
 ## helm-check: the Helm chart (deploy/helm/wasm-reconciler) linted, rendered, compared with `kubectl kustomize deploy/`, installed, upgraded and uninstalled on a real API server.

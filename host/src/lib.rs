@@ -12,7 +12,7 @@
 //! 4. [`apply`]: an outcome → API writes (finalizer, children, status, events), folded back into the caches;
 //!    [`check`]: `plugin check` — a plugin run offline against the embedded API server's object rules and the
 //!    applier's planning, under determinism, stability and spec-mutation oracles;
-//! 5. [`telemetry`]: metrics and health;
+//! 5. [`telemetry`]: metrics, health and traces;
 //! 6. [`shard`]: sharded mode — membership Leases, the sharder that places primaries on a consistent-hash ring
 //!    of live replicas, the labels and the drain handshake;
 //! 7. [`controller`]: drives reconciles (queue → world view → plugin call → applier) and runs one controller
@@ -51,4 +51,18 @@ pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
         source = cause.source();
     }
     text
+}
+
+/// The target of the spans of a reconcile's steps (the plugin call, its reads and outbound requests, each write), made
+/// for traces (`telemetry::traces`): log lines leave them out, so they name the `reconcile` span as before. When
+/// traces are off no layer wants them, and they cost what a disabled span costs.
+pub const TRACE_ONLY_TARGET: &str = "wasm_reconciler::step";
+
+/// Installs the process-wide crypto provider rustls needs for reqwest's TLS (registries, an https OTLP endpoint):
+/// ring, as kube uses.
+pub(crate) fn install_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Losing a race against another installer is fine: a provider is installed either way.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
 }

@@ -39,6 +39,17 @@ impl HostProcess {
     /// Starts `wasm-reconciler run --kubeconfig KUBECONFIG --identity IDENTITY --metrics-addr … ARGS…`, logging
     /// JSON lines to `dir/<identity>.log` (appended to, so a restarted host's log follows its predecessor's).
     pub fn start(dir: &Path, kubeconfig: &Path, identity: &str, args: &[&str]) -> anyhow::Result<Self> {
+        Self::start_with_env(dir, kubeconfig, identity, args, &[])
+    }
+
+    /// [`HostProcess::start`] with `env` added to its environment.
+    pub fn start_with_env(
+        dir: &Path,
+        kubeconfig: &Path,
+        identity: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
         let telemetry = free_local_addr();
         let log = dir.join(format!("{identity}.log"));
         let file = std::fs::OpenOptions::new().create(true).append(true).open(&log)?;
@@ -56,6 +67,7 @@ impl HostProcess {
             ])
             .args(args)
             .env("RUST_LOG", "info,wasm_reconciler=debug")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(file)
@@ -87,6 +99,18 @@ impl HostProcess {
     pub fn kill(mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Stops it as Kubernetes does (SIGTERM) and waits up to `timeout` for it to exit; whether it exited successfully.
+    pub async fn terminate(mut self, timeout: Duration) -> bool {
+        self.signal("TERM");
+        let child = &mut self.child;
+        let status = wait_for(timeout, &format!("{} to exit after SIGTERM", self.identity), || {
+            let exited = child.try_wait().ok().flatten();
+            async move { exited }
+        })
+        .await;
+        status.success()
     }
 
     /// Its log so far.

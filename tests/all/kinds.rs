@@ -22,6 +22,9 @@ pub const ECHO_CRD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/all/fixtures/ec
 /// CRD of the mirror test plugin's kind, `test.wasm-reconciler.io/v1` Mirror.
 pub const MIRROR_CRD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/all/fixtures/mirror-crd.yaml");
 
+/// CRD of the outbound test plugin's kind, `tests.wasm-reconciler.io/v1` Outbound.
+pub const OUTBOUND_CRD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/all/fixtures/outbound-crd.yaml");
+
 /// CRD of the chaos test plugin's kind, `test.wasm-reconciler.io/v1` Chaos.
 pub const CHAOS_CRD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/all/fixtures/chaos-crd.yaml");
 

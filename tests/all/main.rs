@@ -37,5 +37,6 @@ mod sharding;
 mod sharding_reads;
 mod telemetry_probe;
 mod through_kubectl;
+mod traces;
 mod unchanged_world;
 mod webapp;

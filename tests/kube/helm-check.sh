@@ -186,6 +186,11 @@ leaderElection:
   renewSeconds: 20
 logFormat: text
 extraArgs: ["-v"]
+extraEnv:
+  - name: OTEL_EXPORTER_OTLP_ENDPOINT
+    value: http://otel-collector.observability:4318
+  - name: OTEL_RESOURCE_ATTRIBUTES
+    value: k8s.pod.name=$(POD_NAME)
 metrics:
   port: 9100
   podAnnotations: false
@@ -276,6 +281,7 @@ check_bad_values_refused() {
 		refused "at '/pluginNamespace': '_Team' does not match pattern" --set pluginNamespace=_Team &&
 		refused "at '/rbac/extraRules/0': missing property 'verbs'" --set 'rbac.extraRules[0].resources[0]=secrets' &&
 		refused "at '/logFormat': value must be one of" --set logFormat=yaml &&
+		refused "at '/extraEnv/0': missing property 'name'" --set 'extraEnv[0].value=http://collector:4318' &&
 		refused "at '/serviceAccount/name': minLength: got 0, want 1" --set serviceAccount.create=false &&
 		refused "at '/replicaCount': maximum: got 2, want 1" --set leaderElection.enabled=false &&
 		refused "at '/monitoring/dashboard': additional properties 'enable' not allowed" --set monitoring.dashboard.enable=true &&
@@ -391,6 +397,8 @@ check_custom_values_rendered() {
 		expect "args" "$(q "$container | .args")" \
 			'["run","--namespace","team-a-plugins","--leader-elect","--lease-name","edge-leader","--lease-duration-seconds","30","--lease-renew-seconds","20","--metrics-addr","0.0.0.0:9100","-v"]' &&
 		expect "log format" "$(q "$container | .env[] | select(.name == \"WASM_RECONCILER_LOG_FORMAT\") | .value")" '"text"' &&
+		expect "env (the chart's, then extraEnv)" "$(q "[$container | .env[].name]")" \
+			'["POD_NAME","POD_NAMESPACE","WASM_RECONCILER_LOG_FORMAT","OTEL_EXPORTER_OTLP_ENDPOINT","OTEL_RESOURCE_ATTRIBUTES"]' &&
 		expect "container port" "$(q "$container | .ports")" '[{"containerPort":9100,"name":"metrics","protocol":"TCP"}]' &&
 		expect "volumes and mounts (no artifact cache)" "$(q "[$pod | .spec.volumes[].name] + [$container | .volumeMounts[].name]")" '["tmp","tmp"]' &&
 		expect "resources" "$(q "$container | .resources")" '{"limits":{"cpu":"2","memory":"1Gi"},"requests":{"cpu":"50m","memory":"64Mi"}}' &&

@@ -23,6 +23,7 @@ use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 use tokio::sync::mpsc;
+use tracing::Instrument as _;
 
 use crate::lease::Ticket;
 use crate::plugin::{Event, EventType};
@@ -50,6 +51,8 @@ struct Pending {
     key: String,
     /// The reconcile's term: the event is written only if it still allows.
     ticket: Ticket,
+    /// For traces: the `event.write` span, under the reconcile's, from the event's queueing to its write.
+    span: tracing::Span,
 }
 
 /// Publishes events for one plugin's primaries.
@@ -112,6 +115,16 @@ impl EventSink {
             uid,
             key: key.to_owned(),
             ticket: ticket.clone(),
+            span: tracing::info_span!(
+                target: crate::TRACE_ONLY_TARGET,
+                "event.write",
+                reason = %event.reason,
+                type = match event.event_type {
+                    EventType::Normal => "Normal",
+                    EventType::Warning => "Warning",
+                },
+                otel.status_code = tracing::field::Empty,
+            ),
         };
         if lane.send(pending).await.is_err() {
             tracing::debug!(plugin = %self.plugin, key, reason = %event.reason, "event dropped: the runtime is shutting down");
@@ -144,7 +157,8 @@ async fn write_events(recorder: Arc<SeriesRecorder>, plugin: String, mut receive
             tracing::debug!(plugin, key = pending.key, reason = %pending.reason, why = %fenced, "event not written");
             continue;
         }
-        if let Err(error) = recorder.record(&pending).await {
+        if let Err(error) = recorder.record(&pending).instrument(pending.span.clone()).await {
+            pending.span.record("otel.status_code", "ERROR");
             tracing::warn!(plugin, key = pending.key, reason = %pending.reason, error = %crate::error_chain(&error), "could not record event");
         }
     }

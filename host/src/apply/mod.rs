@@ -24,6 +24,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, DynamicObject};
 use kube::{Resource as _, ResourceExt as _};
 use serde_json::Value;
+use tracing::Instrument as _;
 
 use self::children::{PreparedChild, PrimaryRef, ScopeError, is_subset, prepare_children};
 use self::events::EventSink;
@@ -254,14 +255,9 @@ impl Applier {
     ) -> Result<Arc<CachedObject>, WriteError> {
         let primary = cached.dynamic();
         let finalizer = self.spec.finalizer.as_deref().unwrap_or_default();
-        let updated = writer::add_finalizer(
-            ticket,
-            &self.primary_api(&primary),
-            &self.field_manager,
-            &primary,
-            finalizer,
-        )
-        .await?;
+        let api = self.primary_api(&primary);
+        let adding = writer::add_finalizer(ticket, &api, &self.field_manager, &primary, finalizer);
+        let updated = traced(step_span!("finalizer.add", finalizer), adding).await?;
         tracing::debug!(finalizer, "finalizer added");
         Ok(self
             .primary
@@ -369,15 +365,9 @@ impl Applier {
             && outcome.finalized
             && let Some(finalizer) = &self.spec.finalizer
         {
-            match writer::remove_finalizer(
-                ticket,
-                &self.primary_api(primary),
-                &self.field_manager,
-                primary,
-                finalizer,
-            )
-            .await
-            {
+            let api = self.primary_api(primary);
+            let removing = writer::remove_finalizer(ticket, &api, &self.field_manager, primary, finalizer);
+            match traced(step_span!("finalizer.remove", finalizer = finalizer.as_str()), removing).await {
                 Ok(Some(updated)) => {
                     tracing::info!(finalizer, "cleanup finished; finalizer removed");
                     if updated.finalizers().is_empty() {
@@ -417,7 +407,7 @@ impl Applier {
             self.owned[&child.gvk].get(&child_key).is_none()
         });
         if creates && !confirmed.0 {
-            self.confirm_primary(primary).await?;
+            traced(step_span!("primary.confirm"), self.confirm_primary(primary)).await?;
         }
         let desired: HashSet<(&Gvk, &str)> = prepared.iter().map(|c| (&c.gvk, c.name.as_str())).collect();
         // Reconciled before (by this host or another replica): its children may exist outside this replica's share.
@@ -433,8 +423,14 @@ impl Applier {
             let child_key = ObjectKey::new(child.object["metadata"]["namespace"].as_str(), &child.name);
             let hash = hash_of(&child.object);
             if !self.applied_unchanged(&primary_key, child, &child_key, hash) {
+                let span = step_span!(
+                    "child.apply",
+                    kind = %child.gvk,
+                    namespace = child_key.namespace.as_deref(),
+                    name = %child_key.name,
+                );
                 let target = (child_key, hash, reconciled_before);
-                applies.push(self.apply_child(ticket, &primary_key, child, target).boxed());
+                applies.push(traced(span, self.apply_child(ticket, &primary_key, child, target)).boxed());
             }
         }
         let applied = applies.len();
@@ -446,7 +442,13 @@ impl Applier {
             for observed in cache.controlled_by(&uid) {
                 let elsewhere = self.primary.namespaced() && observed.key.namespace != primary_key.namespace;
                 if !elsewhere && !desired.contains(&(gvk, &*observed.key.name)) {
-                    deletes.push(self.delete_child(ticket, &primary_key, gvk, observed).boxed());
+                    let span = step_span!(
+                        "child.delete",
+                        kind = %gvk,
+                        namespace = observed.key.namespace.as_deref(),
+                        name = %observed.key.name,
+                    );
+                    deletes.push(traced(span, self.delete_child(ticket, &primary_key, gvk, observed)).boxed());
                 }
             }
         }
@@ -612,16 +614,17 @@ impl Applier {
             .uid
             .as_deref()
             .zip(primary.metadata.resource_version.as_deref());
-        let written =
-            match writer::write_status(ticket, &api, &self.field_manager, &primary.name_any(), seen, &status).await {
-                Ok(written) => written,
-                Err(error) => {
-                    if let (WriteError::Conflict { .. }, Some((uid, _))) = (&error, seen) {
-                        refresh(&self.primary, &api, &key_of(primary), uid).await;
-                    }
-                    return Err(error);
+        let name = primary.name_any();
+        let writing = writer::write_status(ticket, &api, &self.field_manager, &name, seen, &status);
+        let written = match traced(step_span!("status.write"), writing).await {
+            Ok(written) => written,
+            Err(error) => {
+                if let (WriteError::Conflict { .. }, Some((uid, _))) = (&error, seen) {
+                    refresh(&self.primary, &api, &key_of(primary), uid).await;
                 }
-            };
+                return Err(error);
+            }
+        };
         let seen = same_but_status(&written, primary).then_some(self.writer_id);
         self.primary.record_write(written, seen);
         Ok(true)
@@ -692,6 +695,34 @@ impl Applier {
     fn primary_api(&self, primary: &DynamicObject) -> Api<DynamicObject> {
         api_for(&self.client, &self.primary, primary.metadata.namespace.as_deref())
     }
+}
+
+/// A span of one step of a reconcile, for traces only ([`crate::TRACE_ONLY_TARGET`]), with the fields [`traced`]
+/// records a failure in.
+macro_rules! step_span {
+    ($name:literal $(, $($field:tt)*)?) => {
+        tracing::info_span!(
+            target: crate::TRACE_ONLY_TARGET,
+            $name,
+            otel.status_code = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            $($($field)*)?
+        )
+    };
+}
+use step_span;
+
+/// Runs `write` in `span` (a [`step_span!`]); a failed write marks the span: `error.type` always, an error status
+/// when it failed the reconcile (a conflict or a fenced write does not).
+async fn traced<T>(span: tracing::Span, write: impl Future<Output = Result<T, WriteError>>) -> Result<T, WriteError> {
+    let result = write.instrument(span.clone()).await;
+    if let Err(error) = &result {
+        span.record("error.type", error.kind());
+        if error.reason().is_some() {
+            span.record("otel.status_code", "ERROR");
+        }
+    }
+    result
 }
 
 /// The API of `cache`'s kind, in `namespace` when it is namespaced.

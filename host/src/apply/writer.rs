@@ -58,6 +58,17 @@ impl WriteError {
         }
     }
 
+    /// What kind of error it is, for traces: the [`reason`](Self::reason) of a failure, else `Conflict`, `Moved` or
+    /// `Fenced`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Conflict { .. } => "Conflict",
+            Self::Moved { .. } => "Moved",
+            Self::Fenced { .. } => "Fenced",
+            Self::Api { .. } => self.reason().unwrap_or("ApplyFailed"),
+        }
+    }
+
     fn from_kube(what: String, source: kube::Error) -> Self {
         if api_code(&source) == Some(409) {
             Self::Conflict { what, source }

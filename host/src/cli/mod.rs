@@ -17,6 +17,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use crate::fixture::WorldFixture;
+use crate::telemetry::traces::{Settings as TraceSettings, Traces};
 pub use check::{CheckArgs, CheckCommandError, plugin_check};
 pub use render::{RenderError, render_file};
 pub use run::host_client;
@@ -116,8 +117,14 @@ impl LimitArgs {
     }
 }
 
-/// Sets up `tracing` for the chosen verbosity and format. Logs go to stderr so stdout stays parseable.
-pub fn init_logging(verbose: u8, format: LogFormat) {
+/// Sets up `tracing` for the chosen verbosity and format. Logs go to stderr so stdout stays parseable; with `traces`,
+/// spans are exported over OTLP as well (`RUST_LOG` and `-v` do not change what traces hold).
+pub fn init_logging(verbose: u8, format: LogFormat, traces: Option<&Traces>) {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::filter::FilterExt as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+
     let default = match verbose {
         0 => "info",
         1 => "debug",
@@ -125,20 +132,47 @@ pub fn init_logging(verbose: u8, format: LogFormat) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("{default},cranelift=warn,wasmtime=warn")));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let result = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    // The spans of a reconcile's steps are for traces only. The hint keeps the global maximum level (and with it the
+    // `log` crate's) that of `filter`.
+    let not_steps = tracing_subscriber::filter::filter_fn(|metadata| metadata.target() != crate::TRACE_ONLY_TARGET)
+        .with_max_level_hint(tracing_subscriber::filter::LevelFilter::TRACE);
+    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let logs = match format {
+        LogFormat::Text => logs.boxed(),
+        LogFormat::Json => logs.json().flatten_event(true).boxed(),
     };
+    let traces = traces.map(|traces| traces.layer().with_filter(crate::telemetry::traces::filter()));
+    let result = tracing_subscriber::registry()
+        .with(logs.with_filter(filter.and(not_steps)))
+        .with(traces)
+        .try_init();
     // A subscriber already installed (tests) is fine.
     drop(result);
 }
 
+/// Starts the export of traces for the commands that reconcile (`run`, `dev`) when the `OTEL_*` environment asks for
+/// it (docs/deploy.md, "Traces").
+fn start_traces(command: &Command) -> Result<Option<Traces>, crate::telemetry::traces::TracesError> {
+    match command {
+        Command::Run(_) | Command::Dev(_) => Traces::start(&TraceSettings::from_process_env()?),
+        _ => Ok(None),
+    }
+}
+
 /// Runs the parsed command and returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
-    init_logging(cli.verbose, cli.log_format);
+    let traces = match start_traces(&cli.command) {
+        Ok(traces) => traces,
+        Err(error) => {
+            init_logging(cli.verbose, cli.log_format, None);
+            eprintln!("error: {}", crate::error_chain(&error));
+            return ExitCode::FAILURE;
+        }
+    };
+    init_logging(cli.verbose, cli.log_format, traces.as_ref());
+    if traces.is_some() {
+        tracing::info!("exporting traces over OTLP");
+    }
     let result = match cli.command {
         Command::Plugin(PluginCommand::Inspect(args)) => inspect::run(&args),
         Command::Plugin(PluginCommand::Pack(args)) => pack_validated(&args),
@@ -163,6 +197,10 @@ pub fn run(cli: Cli) -> ExitCode {
                 .map_err(|e| Box::new(e) as Box<dyn std::error::Error>)
         }),
     };
+    // After a stop (SIGTERM, Ctrl-C) too: the spans still queued are sent before the process exits.
+    if let Some(traces) = traces {
+        traces.shutdown();
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

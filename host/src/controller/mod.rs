@@ -8,7 +8,7 @@ pub mod manager;
 
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use futures::FutureExt as _;
 use serde_json::Value;
@@ -26,7 +26,7 @@ use crate::runtime::{
     QueueConfig, QueueMetrics, Read, Source, Subscription, WorkQueue, world_view,
 };
 use crate::shard::{ShardLabels, Standing};
-use crate::telemetry::Metrics;
+use crate::telemetry::{Metrics, traces};
 
 /// The reconcile logic a controller runs: a sandboxed wasm plugin, or native code linked into the host
 /// (benchmarks only).
@@ -472,6 +472,7 @@ impl Drop for Controller {
 /// the object, the attempt and what queued it, which every log line of the reconcile inherits.
 async fn run_worker(shared: Arc<Shared>, worker: usize) {
     while let Some(item) = shared.queue.next().await {
+        let handed_out = traces::enabled().then(SystemTime::now);
         let span = tracing::info_span!(
             "reconcile",
             plugin = %shared.name,
@@ -480,15 +481,27 @@ async fn run_worker(shared: Arc<Shared>, worker: usize) {
             trigger = item.source.as_str(),
             shard = tracing::field::Empty,
         );
+        if let Some(handed_out) = handed_out {
+            let primary = &shared.spec.primary;
+            let (namespace, name) = (item.key.namespace.as_deref(), &*item.key.name);
+            traces::describe_object(&span, &primary.api_version(), &primary.kind, namespace, name);
+            traces::record_queue_wait(&span, handed_out, item.waited);
+        }
         let started = Instant::now();
         let Some(completion) = shared.reconcile(&item).instrument(span.clone()).await else {
             // Skipped: nothing the plugin is given changed since its last successful call.
             if let Some(skipped) = &shared.skipped {
                 skipped.inc();
             }
+            traces::record_outcome(&span, "skipped", None);
             shared.queue.done(&item.key, Completion::DONE);
             continue;
         };
+        let reason = match completion {
+            Completion::Deferred { reason, .. } => Some(reason),
+            _ => completion.reason(),
+        };
+        traces::record_outcome(&span, completion.result(), reason);
         let elapsed = started.elapsed();
         span.in_scope(|| {
             tracing::debug!(
@@ -734,11 +747,18 @@ impl Shared {
         }) {
             return Err(CallError::Forbidden(message));
         }
-        // The fingerprint is of the very objects the view is made of.
-        let children = world_view::children(&primary, &self.owned);
+        let assembling =
+            tracing::info_span!(target: crate::TRACE_ONLY_TARGET, "view.assemble", children = tracing::field::Empty);
+        let (view, view_fingerprint) = assembling.in_scope(|| {
+            // The fingerprint is of the very objects the view is made of.
+            let children = world_view::children(&primary, &self.owned);
+            assembling.record("children", children.len() as i64);
+            let view_fingerprint = fingerprint::view(&primary, &children, version.fingerprint(), attempt);
+            let view = world_view::of(&primary, &children, &version.config, deleting, attempt);
+            (view, view_fingerprint)
+        });
+        drop(assembling);
         let skippable = version.skippable() && !deleting;
-        let view_fingerprint = fingerprint::view(&primary, &children, version.fingerprint(), attempt);
-        let view = world_view::of(&primary, &children, &version.config, deleting, attempt);
         let reader = Arc::new(self.reader(ticket));
         let call_reader: Arc<dyn ClusterReader> = reader.clone();
         let span = tracing::Span::current();

@@ -223,7 +223,7 @@ pub struct RegistryClient {
 impl RegistryClient {
     /// A client with `options`; pulled blobs are kept in `<artifact_cache>/oci` when given.
     pub fn new(options: RegistryOptions, artifact_cache: Option<PathBuf>) -> Result<Self> {
-        install_crypto_provider();
+        crate::install_crypto_provider();
         let extra_roots = match &options.ca_bundle {
             None => Vec::new(),
             Some(path) => {
@@ -782,14 +782,6 @@ fn classify(reference: &OciReference, operation: &'static str, source: OciDistri
             reference: reference.to_string(),
             source,
         },
-    }
-}
-
-/// rustls needs a process-wide crypto provider for reqwest's TLS; the host uses ring (as kube does).
-fn install_crypto_provider() {
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        // Losing a race against another installer is fine: a provider is installed either way.
-        let _ = rustls::crypto::ring::default_provider().install_default();
     }
 }
 

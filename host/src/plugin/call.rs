@@ -241,9 +241,13 @@ pub(crate) fn classify(error: wasmtime::Error, state: &CallState, stderr: &str, 
 
 impl Plugin {
     /// Runs one reconcile on `view` in a fresh instance, with `reader` serving `get` and `list`.
+    ///
+    /// The call (instantiation included) runs in a `plugin.call` span for traces, with the component's digest; its
+    /// reads and outbound requests are spans under it.
     pub fn reconcile(&self, view: WorldView, reader: Arc<dyn ClusterReader>) -> Result<Outcome, ReconcileError> {
         let started = Instant::now();
         let view = types::world_view(view);
+        // Made in the caller's span, which the store keeps for the log lines of outbound requests.
         let mut store = new_store(
             &self.engine,
             &self.limits,
@@ -251,16 +255,36 @@ impl Plugin {
             Some(self.spec.clone()),
             &self.grants,
         );
-        let result = self
-            .pre
-            .instantiate(&mut store)
-            .map_err(ReconcileError::Instantiate)
-            .and_then(|instance| {
-                instance.call_reconcile(&mut store, &view).map_err(|error| {
-                    let stderr = drain_output(store.data());
-                    classify(error, store.data(), &stderr, &self.limits)
+        let span = tracing::info_span!(
+            target: crate::TRACE_ONLY_TARGET,
+            "plugin.call",
+            plugin.digest = self.sha256(),
+            otel.status_code = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        let result = span.in_scope(|| {
+            self.pre
+                .instantiate(&mut store)
+                .map_err(ReconcileError::Instantiate)
+                .and_then(|instance| {
+                    instance.call_reconcile(&mut store, &view).map_err(|error| {
+                        let stderr = drain_output(store.data());
+                        classify(error, store.data(), &stderr, &self.limits)
+                    })
                 })
-            });
+        });
+        match &result {
+            Ok(Err(_)) => {
+                span.record("otel.status_code", "ERROR");
+                span.record("error.type", "PluginError");
+            }
+            Err(error) => {
+                span.record("otel.status_code", "ERROR");
+                span.record("error.type", error.reason());
+            }
+            Ok(Ok(_)) => {}
+        }
+        drop(span);
         let result = match result {
             Ok(Ok(answer)) => {
                 drain_output(store.data());

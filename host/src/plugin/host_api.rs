@@ -80,12 +80,30 @@ impl host::Host for CallState {
         }
     }
 
+    /// In a `host.get` span for traces: the kind, namespace and name read, and whether the object was found.
     fn get(&mut self, kind: generated::Gvk, namespace: Option<String>, name: String) -> Result<Option<String>, String> {
         let kind = types::gvk(kind);
-        self.check_readable(&kind)?;
-        self.reader.get(&kind, namespace.as_deref(), &name)
+        let span = tracing::info_span!(
+            target: crate::TRACE_ONLY_TARGET,
+            "host.get",
+            kind = %kind,
+            namespace = namespace.as_deref(),
+            name = %name,
+            found = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        let _entered = span.enter();
+        let result = self
+            .check_readable(&kind)
+            .and_then(|()| self.reader.get(&kind, namespace.as_deref(), &name));
+        match &result {
+            Ok(found) => span.record("found", found.is_some()),
+            Err(_) => span.record("otel.status_code", "ERROR"),
+        };
+        result
     }
 
+    /// In a `host.list` span for traces: the kind, namespace and label selector read, and how many objects matched.
     fn list(
         &mut self,
         kind: generated::Gvk,
@@ -93,7 +111,23 @@ impl host::Host for CallState {
         label_selector: Option<String>,
     ) -> Result<Vec<String>, String> {
         let kind = types::gvk(kind);
-        self.check_readable(&kind)?;
-        self.reader.list(&kind, namespace.as_deref(), label_selector.as_deref())
+        let span = tracing::info_span!(
+            target: crate::TRACE_ONLY_TARGET,
+            "host.list",
+            kind = %kind,
+            namespace = namespace.as_deref(),
+            label_selector = label_selector.as_deref(),
+            count = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        let _entered = span.enter();
+        let result = self
+            .check_readable(&kind)
+            .and_then(|()| self.reader.list(&kind, namespace.as_deref(), label_selector.as_deref()));
+        match &result {
+            Ok(objects) => span.record("count", objects.len() as i64),
+            Err(_) => span.record("otel.status_code", "ERROR"),
+        };
+        result
     }
 }

@@ -34,10 +34,13 @@ pub(crate) struct OutboundHooks {
     max_response_bytes: usize,
     /// Whether the reconcile may still act outside the cluster (the replica's fence).
     reader: Arc<dyn ClusterReader>,
+    /// The span the call was made in (the reconcile's): a request is sent in it, so its log lines name the plugin
+    /// and the object wherever the request is driven.
+    caller: tracing::Span,
 }
 
 impl OutboundHooks {
-    /// Hooks enforcing `policy`, counting into `counters`, with the call's I/O clock.
+    /// Hooks enforcing `policy`, counting into `counters`, with the call's I/O clock, made in the caller's span.
     pub(crate) fn new(
         policy: Arc<OutboundPolicy>,
         counters: OutboundCounters,
@@ -53,6 +56,7 @@ impl OutboundHooks {
             request_timeout,
             max_response_bytes,
             reader,
+            caller: tracing::Span::current(),
         }
     }
 
@@ -136,12 +140,29 @@ impl WasiHttpHooks for OutboundHooks {
             *request.method(),
             http::Method::GET | http::Method::HEAD | http::Method::OPTIONS
         );
+        // For traces: the request, from sending it to its response's head, under the plugin call.
+        let span = tracing::info_span!(
+            target: crate::TRACE_ONLY_TARGET,
+            "outbound.request",
+            otel.kind = "client",
+            http.request.method = %request.method(),
+            server.address = %destination.host,
+            server.port = i64::from(destination.port),
+            url.scheme = destination.scheme.as_str(),
+            http.response.status_code = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        let request_span = span.clone();
         let sending = async move {
             match connect::send(policy, destination.clone(), request, limits).await {
                 Sent::Response(response, driver) => {
                     counters.sent.inc();
                     if writes && response.status().is_success() {
                         counters.writes.inc();
+                    }
+                    request_span.record("http.response.status_code", i64::from(response.status().as_u16()));
+                    if response.status().is_server_error() {
+                        request_span.record("otel.status_code", "ERROR");
                     }
                     tracing::debug!(%destination, status = response.status().as_u16(), "outbound response");
                     Ok((response, driver))
@@ -158,12 +179,13 @@ impl WasiHttpHooks for OutboundHooks {
                 }
                 Sent::Failed(error) => {
                     counters.failed.inc();
+                    request_span.record("otel.status_code", "ERROR");
                     tracing::debug!(%destination, %error, "outbound request failed");
                     Err(error)
                 }
             }
         };
-        Box::new(sending.instrument(tracing::Span::current()))
+        Box::new(sending.instrument(span).instrument(self.caller.clone()))
     }
 
     fn p2_error_from_hyper(&mut self, error: &hyper::Error) -> ErrorCode {
