@@ -264,6 +264,7 @@ impl Manager {
             instance: self.instance.clone(),
             shard: self.shard.clone(),
             fence: self.fence.clone(),
+            ..ControllerOptions::default()
         };
         let starter = tokio::spawn(start_when_served(
             name.to_owned(),
