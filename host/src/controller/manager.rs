@@ -439,6 +439,7 @@ impl Manager {
             shard: self.shard.clone(),
             fence: self.fence.clone(),
             drain_client: Some(self.caches.client().clone()),
+            ..ControllerOptions::default()
         };
         let starter = tokio::spawn(start_when_served(
             name.to_owned(),

@@ -132,6 +132,10 @@ pub struct ControllerOptions {
     /// Sharded mode: the client drains are acknowledged with, the host's own (the shard labels are the sharder's,
     /// not the plugin's, even when the plugin acts as a ServiceAccount). `None`: the caches' client.
     pub drain_client: Option<kube::Client>,
+    /// Benchmarks only: queue what a relist, a dependency fan-out or a reload surfaces as direct changes (high
+    /// priority), as the host did before they were queued low; measures what the priorities are worth.
+    #[doc(hidden)]
+    pub bulk_as_changes: bool,
 }
 
 impl std::fmt::Debug for ControllerOptions {
@@ -158,6 +162,7 @@ impl Default for ControllerOptions {
             shard: None,
             fence: Fence::always_open(),
             drain_client: None,
+            bulk_as_changes: false,
         }
     }
 }
@@ -381,7 +386,8 @@ impl Controller {
                 }
             }));
         }
-        shared.enqueue_all(Source::Change);
+        // What the first list holds: every primary, in bulk.
+        shared.enqueue_all(Source::Relist);
         let healers = shared
             .caches
             .values()
@@ -422,10 +428,11 @@ impl Controller {
     }
 
     /// Serves a new version from now on; reconciles in flight finish on the old one. Every primary is
-    /// reconciled again, since logic or configuration changed.
+    /// reconciled again, since logic or configuration changed: at low priority, behind direct changes, but without
+    /// waiting for a failed primary's backoff.
     pub fn swap(&self, version: Version) {
         *self.shared.version.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(version);
-        self.shared.enqueue_all(Source::Change);
+        self.shared.enqueue_all(Source::Reload);
     }
 
     /// Reconciles every primary again, as the resync period does (a call whose input did not change is skipped).
@@ -519,8 +526,9 @@ async fn run_worker(shared: Arc<Shared>, worker: usize) {
     tracing::debug!(plugin = %shared.name, worker, "worker stopped");
 }
 
-/// Reconciles every primary again, as a fresh change that cuts backoff waits short, whenever a cache the API server
-/// had refused syncs: reconciles that failed with `Forbidden` go through once RBAC grants the kind.
+/// Reconciles every primary again whenever a cache the API server had refused syncs: its list is news to every
+/// reconcile, so backoff waits are cut short (at low priority, as for any relist) and reconciles that failed with
+/// `Forbidden` go through once RBAC grants the kind.
 async fn reconcile_all_when_healed(shared: std::sync::Weak<Shared>, mut sync: tokio::sync::watch::Receiver<CacheSync>) {
     let mut refused = matches!(*sync.borrow_and_update(), CacheSync::Forbidden(_));
     while sync.changed().await.is_ok() {
@@ -530,7 +538,7 @@ async fn reconcile_all_when_healed(shared: std::sync::Weak<Shared>, mut sync: to
             CacheSync::Synced if refused => {
                 refused = false;
                 let Some(shared) = shared.upgrade() else { return };
-                shared.enqueue_all(Source::Change);
+                shared.enqueue_all(Source::Relist);
             }
             CacheSync::Synced | CacheSync::Pending => {}
         }
@@ -558,29 +566,49 @@ impl Shared {
     fn enqueue_all(&self, source: Source) {
         for object in self.primary.list(None) {
             if self.wants(&object.key) {
-                self.queue.add(object.key.clone(), source);
+                self.enqueue(object.key.clone(), source);
             }
         }
+    }
+
+    /// Adds a key to the queue (see [`ControllerOptions::bulk_as_changes`] for the one exception to `source`).
+    fn enqueue(&self, key: ObjectKey, source: Source) {
+        let source = if self.options.bulk_as_changes && source.cuts_backoff() {
+            Source::Change
+        } else {
+            source
+        };
+        self.queue.add(key, source);
     }
 
     /// Routes a cache change to the primaries it concerns: the primary itself (unless the change is this
     /// controller's own write and carries nothing new), the owner of a changed child, and every primary whose
     /// last reconcile read the changed object.
+    ///
+    /// Priorities: a watch event of a primary, or of a child (someone edited or deleted what the primary
+    /// controls), is a direct change and goes first. The same changes surfaced by a re-list arrive in bulk, up to
+    /// every object of the kind at once, and queue low, as does the fan-out of a read object's change to every
+    /// primary that read it — one shared Secret can reach all of them.
     fn on_change(&self, change: &CacheChange, is_primary: bool, is_owned: bool) {
+        let direct = if change.relisted {
+            Source::Relist
+        } else {
+            Source::Change
+        };
         if is_primary && change.seen_by != Some(self.applier.writer_id()) && self.wants(change.key()) {
-            self.queue.add(change.key().clone(), Source::Change);
+            self.enqueue(change.key().clone(), direct);
         }
         if is_owned {
             for object in [&change.old, &change.new].into_iter().flatten() {
                 if let Some(owner) = self.owner_key(object)
                     && self.wants(&owner)
                 {
-                    self.queue.add(owner, Source::Change);
+                    self.enqueue(owner, direct);
                 }
             }
         }
         for primary in self.dependencies.affected_by(change) {
-            self.queue.add(primary, Source::Change);
+            self.enqueue(primary, Source::FanOut);
         }
     }
 
@@ -858,7 +886,7 @@ impl Shared {
             let subscription = cache.subscribe(move |change| {
                 if let Some(shared) = routing.upgrade() {
                     for primary in shared.dependencies.affected_by(change) {
-                        shared.queue.add(primary, Source::Change);
+                        shared.enqueue(primary, Source::FanOut);
                     }
                 }
             });
@@ -876,7 +904,7 @@ impl Shared {
                     );
             }
             tracing::info!(plugin = %shared.name, kind = %gvk, objects = cache.len(), "loaded all of the kind for reads");
-            shared.enqueue_all(Source::Change);
+            shared.enqueue_all(Source::Relist);
         });
     }
 }

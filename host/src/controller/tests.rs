@@ -22,6 +22,9 @@ struct Seen {
 /// and answers with scripted completions (then `DONE`).
 #[derive(Default)]
 struct FakeApplier {
+    /// Every primary handed over, in the order the workers took them from the queue (on a current-thread
+    /// runtime a worker goes from the queue to the applier without yielding).
+    started: Mutex<Vec<ObjectKey>>,
     seen: Mutex<Vec<Seen>>,
     refused: Mutex<Vec<String>>,
     answers: Mutex<VecDeque<Completion>>,
@@ -37,6 +40,7 @@ impl FakeApplier {
 
 impl Apply for FakeApplier {
     fn reconcile<'a>(&'a self, primary: Arc<CachedObject>, call: PluginCall<'a>) -> BoxFuture<'a, Completion> {
+        self.started.lock().unwrap().push(primary.key.clone());
         async move {
             let echo = if self.skip_plugin {
                 Value::Null
@@ -98,11 +102,7 @@ impl Fixture {
     }
 
     fn echo(&self, name: &str, rv: u32) {
-        self.echoes.insert_json(json!({
-            "apiVersion": "test.wasm-reconciler.io/v1", "kind": "Echo",
-            "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}"),
-                         "resourceVersion": rv.to_string(), "generation": 1},
-        }));
+        self.echoes.insert_json(Self::echo_json(name, rv));
     }
 
     /// An Echo carrying the plugin's finalizer, as the applier leaves it.
@@ -130,6 +130,16 @@ impl Fixture {
     }
 
     fn start_with(&self, applier: Arc<FakeApplier>, config: Value, metrics: Option<Metrics>) -> Controller {
+        self.start_with_options(applier, config, metrics, ControllerOptions::default())
+    }
+
+    fn start_with_options(
+        &self,
+        applier: Arc<FakeApplier>,
+        config: Value,
+        metrics: Option<Metrics>,
+        options: ControllerOptions,
+    ) -> Controller {
         let version = Version::new(
             Logic::Native(NativePlugin::new::<test_guest_echo::Echo>(Limits::default())),
             &config,
@@ -139,10 +149,19 @@ impl Fixture {
             version,
             self.caches.clone(),
             applier,
-            ControllerOptions::default(),
+            options,
             metrics,
             (None, None),
         )
+    }
+
+    /// An Echo as the API server would list or watch it.
+    fn echo_json(name: &str, rv: u32) -> Value {
+        json!({
+            "apiVersion": "test.wasm-reconciler.io/v1", "kind": "Echo",
+            "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}"),
+                         "resourceVersion": rv.to_string(), "generation": 1},
+        })
     }
 }
 
@@ -417,5 +436,114 @@ async fn a_plugin_asking_to_be_called_again_is_never_skipped() {
     controller.shared.enqueue_all(Source::Resync);
     wait_for_reconciles(&applier, 2).await;
     assert_eq!(skipped.get(), 0);
+    controller.stop().await;
+}
+
+/// Waits (up to ten seconds) until the controller has nothing queued or in flight.
+async fn wait_for_idle(controller: &Controller) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while controller.queue_depth() > 0 || controller.shared.queue.in_flight() > 0 {
+        assert!(Instant::now() < deadline, "the queue did not drain");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Primaries in the backlog tests.
+const BACKLOG: usize = 1000;
+
+fn backlog_name(index: usize) -> String {
+    format!("p-{index:04}")
+}
+
+/// Where among the reconciles after the first `skip` the one of `name` was handed over.
+fn handover_position(applier: &FakeApplier, skip: usize, name: &str) -> usize {
+    applier.started.lock().unwrap()[skip..]
+        .iter()
+        .position(|key| *key == self::key(name))
+        .expect("the edited primary was reconciled")
+}
+
+/// A relist of every primary (all changed while the watch was down), then an edit of one of them by watch event:
+/// where the edit's reconcile is handed over, with the priorities and as before them (every event high priority).
+async fn edit_during_relist(bulk_as_changes: bool) -> usize {
+    let fixture = Fixture::new();
+    for index in 0..BACKLOG {
+        fixture.echo(&backlog_name(index), 1);
+    }
+    let applier = Arc::new(FakeApplier::default());
+    let options = ControllerOptions {
+        bulk_as_changes,
+        ..ControllerOptions::default()
+    };
+    let controller = fixture.start_with_options(applier.clone(), json!({}), None, options);
+    wait_for_reconciles(&applier, BACKLOG).await;
+    wait_for_idle(&controller).await;
+
+    // No worker runs between these two calls: the relist is all queued when the edit arrives.
+    fixture.echoes.relist_json(
+        (0..BACKLOG)
+            .map(|index| Fixture::echo_json(&backlog_name(index), 2))
+            .collect(),
+    );
+    assert_eq!(controller.queue_depth(), BACKLOG);
+    fixture.echo(&backlog_name(700), 3);
+    assert_eq!(controller.queue_depth(), BACKLOG, "the edited primary is queued once");
+
+    wait_for_reconciles(&applier, 2 * BACKLOG).await;
+    wait_for_idle(&controller).await;
+    assert_eq!(
+        applier.seen().len(),
+        2 * BACKLOG,
+        "one reconcile per primary for the relist and the edit"
+    );
+    let position = handover_position(&applier, BACKLOG, &backlog_name(700));
+    controller.stop().await;
+    position
+}
+
+#[tokio::test]
+async fn an_edit_during_a_relist_is_reconciled_before_the_relisted_backlog() {
+    assert_eq!(edit_during_relist(false).await, 0, "the edit jumps the relist");
+    assert_eq!(
+        edit_during_relist(true).await,
+        700,
+        "with every event high priority, the edit waited for its place in the relist"
+    );
+}
+
+#[tokio::test]
+async fn an_edit_during_a_fan_out_or_a_reload_is_reconciled_before_them() {
+    let fixture = Fixture::new();
+    for index in 0..BACKLOG {
+        fixture.echo(&backlog_name(index), 1);
+    }
+    let applier = Arc::new(FakeApplier::default());
+    let config = json!({"reads": [{"apiVersion": "v1", "kind": "Service", "namespace": "ns", "name": "shared"}]});
+    let controller = fixture.start(applier.clone(), config.clone());
+    wait_for_reconciles(&applier, BACKLOG).await;
+    wait_for_idle(&controller).await;
+
+    // A Service every primary read: each of them is queued again.
+    fixture.caches[&Gvk::new("", "v1", "Service")].insert_json(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "shared", "namespace": "ns", "uid": "uid-shared", "resourceVersion": "2"},
+    }));
+    assert_eq!(controller.queue_depth(), BACKLOG);
+    fixture.echo(&backlog_name(600), 3);
+    wait_for_reconciles(&applier, 2 * BACKLOG).await;
+    wait_for_idle(&controller).await;
+    assert_eq!(handover_position(&applier, BACKLOG, &backlog_name(600)), 0);
+
+    // A new version: every primary again.
+    controller.swap(Version::new(
+        Logic::Native(NativePlugin::new::<test_guest_echo::Echo>(Limits::default())),
+        &config,
+    ));
+    assert_eq!(controller.queue_depth(), BACKLOG);
+    fixture.echo(&backlog_name(900), 4);
+    wait_for_reconciles(&applier, 3 * BACKLOG).await;
+    wait_for_idle(&controller).await;
+    assert_eq!(handover_position(&applier, 2 * BACKLOG, &backlog_name(900)), 0);
+    assert_eq!(applier.seen().len(), 3 * BACKLOG);
     controller.stop().await;
 }

@@ -277,6 +277,9 @@ pub struct CacheChange {
     /// Set to a writer's id when the change is that writer's own write and carries nothing the writer has not
     /// already seen (see [`KindCache::record_write`]): that writer need not react to it; everyone else does.
     pub seen_by: Option<u64>,
+    /// The change came from a (re)list, not a watch event or a write: the watch was down or expired (410 Gone)
+    /// and the list showed the difference, in bulk and in no particular order.
+    pub relisted: bool,
 }
 
 impl CacheChange {
@@ -533,6 +536,7 @@ impl KindCache {
             old,
             new: Some(object.clone()),
             seen_by,
+            relisted: false,
         });
         Some(object)
     }
@@ -557,6 +561,7 @@ impl KindCache {
             old,
             new: None,
             seen_by: None,
+            relisted: false,
         });
     }
 
@@ -636,6 +641,7 @@ impl KindCache {
             old,
             new: Some(object),
             seen_by: None,
+            relisted: false,
         });
     }
 
@@ -666,6 +672,7 @@ impl KindCache {
                 old,
                 new: None,
                 seen_by: None,
+                relisted: false,
             });
         }
     }
@@ -692,6 +699,7 @@ impl KindCache {
                     old,
                     new: None,
                     seen_by: None,
+                    relisted: true,
                 });
             }
             for object in fresh {
@@ -709,6 +717,7 @@ impl KindCache {
                         old,
                         new: Some(object),
                         seen_by: None,
+                        relisted: true,
                     });
                 }
             }
@@ -1035,6 +1044,15 @@ impl KindCache {
     pub(crate) fn insert_json(&self, object: Value) {
         self.apply_watched(serde_json::from_value(object).expect("a Kubernetes object"));
     }
+
+    /// Replaces the contents with JSON objects as if re-listed.
+    pub(crate) fn relist_json(&self, objects: Vec<Value>) {
+        let objects = objects
+            .into_iter()
+            .map(|object| Arc::new(CachedObject::from_json(object, &self.gvk).expect("a Kubernetes object")))
+            .collect();
+        self.replace_all(objects, None);
+    }
 }
 
 #[cfg(test)]
@@ -1146,6 +1164,39 @@ mod tests {
         let mut keys: Vec<String> = cache.list(None).iter().map(|o| o.key.to_string()).collect();
         keys.sort();
         assert_eq!(keys, ["a/x", "b/z"]);
+    }
+
+    #[test]
+    fn a_relist_reports_only_what_changed_and_says_it_was_a_relist() {
+        let cache = KindCache::detached(config_map_kind(), true, None);
+        let seen: Arc<Mutex<Vec<(String, bool)>>> = Arc::default();
+        let record = seen.clone();
+        let _subscription = cache.subscribe(move |change| {
+            record.lock().unwrap().push((change.key().to_string(), change.relisted));
+        });
+        cache.apply_watched(dynamic(in_namespace("a", "same", "1")));
+        cache.apply_watched(dynamic(in_namespace("a", "edited", "2")));
+        cache.apply_watched(dynamic(in_namespace("a", "gone", "3")));
+        cache.replace_all(
+            vec![
+                listed(in_namespace("a", "same", "1")),
+                listed(in_namespace("a", "edited", "4")),
+            ],
+            None,
+        );
+        cache.record_write(dynamic(in_namespace("a", "edited", "5")), None);
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                ("a/same".to_owned(), false),
+                ("a/edited".to_owned(), false),
+                ("a/gone".to_owned(), false),
+                ("a/gone".to_owned(), true),
+                ("a/edited".to_owned(), true),
+                ("a/edited".to_owned(), false),
+            ],
+            "an unchanged object is not reported"
+        );
     }
 
     #[test]

@@ -172,6 +172,7 @@ mod tests {
             old,
             new,
             seen_by: None,
+            relisted: false,
         }
     }
 

@@ -10,17 +10,25 @@
 //! - **Deduplication.** A key is at most once in the ready set and has at most one scheduled deadline; a key is
 //!   never both ready and scheduled. Adding a ready key again changes nothing, except that a [`Source::Change`]
 //!   upgrades a low-priority ready key to high priority (it moves to the back of the high-priority line).
-//! - **Priority.** [`Source::Change`] (a watch event or user change) is high priority; [`Source::Resync`],
-//!   [`Source::Requeue`] and [`Source::Retry`] are low priority. Ready keys are handed out high priority first and
-//!   first-in first-out within a priority, so resyncs and backoff retries never delay a fresh change.
+//! - **Priority: direct changes first.** [`Source::Change`] (a watch event of the object or of a child it
+//!   controls: someone changed it) is high priority. Work that arrives in bulk is low priority: what a (re)list
+//!   surfaced ([`Source::Relist`]), the fan-out of a read object's change ([`Source::FanOut`]), a new plugin
+//!   version or settings ([`Source::Reload`]), and [`Source::Resync`], [`Source::Requeue`] and [`Source::Retry`].
+//!   Ready keys are handed out high priority first and first-in first-out within a priority, so an edit is not
+//!   stuck behind the re-list or resync of 100,000 objects. Priority is strict, as in controller-runtime's
+//!   priority queue: low-priority keys wait only while high-priority ones are ready, and since a key is at most
+//!   once in the high line and never handed out twice at a time, they wait only as long as the workers are busy
+//!   with distinct directly changed objects.
 //! - **No concurrent handout.** A key handed out by [`WorkQueue::next`] is *in flight* until [`WorkQueue::done`];
 //!   it is not handed out again meanwhile. An add of an in-flight key (any source, any number of times, also a
 //!   scheduled deadline falling due) marks it *dirty*; after `done` it becomes ready again exactly once, with the
 //!   highest priority among those adds.
 //! - **Backoff.** [`Completion::Failure`] counts consecutive failures `n` per key and schedules a
 //!   [`Source::Retry`] after `min(backoff_base * 2^(n-1), backoff_max)` (5 ms, 10 ms, 20 ms, … 1000 s by
-//!   default). [`Completion::Success`] resets the count. While a key waits for its retry, low-priority adds are
-//!   absorbed by that retry (a resync does not bypass backoff); a `Change` makes it ready at once. The failure
+//!   default). [`Completion::Success`] resets the count. While a key waits for its retry, a resync, requeue or
+//!   retry is absorbed by that retry (a resync does not bypass backoff); an add that reports a change of the
+//!   key's world — `Change`, `Relist`, `FanOut`, `Reload` ([`Source::cuts_backoff`]) — makes it ready at once,
+//!   at its own priority. The failure
 //!   count keeps counting until a success, and every handout reports it as [`Item::attempt`].
 //! - **Conflicts are quiet.** [`Completion::Conflict`] (HTTP 409 from optimistic concurrency) makes the key ready
 //!   again as a low-priority [`Source::Requeue`] after `backoff_base`, without touching the failure count.
@@ -89,8 +97,18 @@ impl QueueConfig {
 /// Why a key was added; decides its priority.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Source {
-    /// A watch event or user change: high priority.
+    /// A watch event of the object or of a child it controls — someone changed it: high priority.
     Change,
+    /// A change a (re)list surfaced rather than a watch event: the first list a controller starts on, a re-list
+    /// after its watch failed or expired (410 Gone), a kind that became watchable. Low priority; cuts a backoff
+    /// wait short.
+    Relist,
+    /// An object the key's last reconcile read changed (dependency fan-out): low priority; cuts a backoff wait
+    /// short.
+    FanOut,
+    /// The plugin's logic or settings changed, so every key is reconciled again: low priority; cuts a backoff wait
+    /// short.
+    Reload,
     /// A periodic resync: low priority.
     Resync,
     /// A requeue the reconcile asked for (requeue-after, conflict), now due: low priority.
@@ -100,24 +118,38 @@ pub enum Source {
 }
 
 impl Source {
-    /// Lower-case name, for logs: `change`, `resync`, `requeue`, `retry`.
+    /// Lower-case name, for logs: `change`, `relist`, `fan-out`, `reload`, `resync`, `requeue`, `retry`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Change => "change",
+            Self::Relist => "relist",
+            Self::FanOut => "fan-out",
+            Self::Reload => "reload",
             Self::Resync => "resync",
             Self::Requeue => "requeue",
             Self::Retry => "retry",
         }
     }
 
-    /// Whether keys added with this source are handed out before low-priority ones.
+    /// Whether keys added with this source are handed out before low-priority ones: only a [`Source::Change`].
     pub fn is_high_priority(self) -> bool {
         matches!(self, Source::Change)
     }
 
-    /// The source a key keeps when two adds meet: a change wins, otherwise the earlier one stays.
+    /// Whether the add reports a change of what the key's reconcile is given, so that a key waiting for its
+    /// backoff retry is made ready at once: everything but a resync, a requeue and a retry.
+    pub fn cuts_backoff(self) -> bool {
+        !matches!(self, Source::Resync | Source::Requeue | Source::Retry)
+    }
+
+    /// High priority first, then the low-priority sources that cut backoff short, then the rest.
+    fn rank(self) -> u8 {
+        u8::from(self.is_high_priority()) + u8::from(self.cuts_backoff())
+    }
+
+    /// The source a key keeps when two adds meet: the later one if it ranks higher, otherwise the earlier one.
     fn merged_with(self, later: Source) -> Source {
-        if later.is_high_priority() { later } else { self }
+        if later.rank() > self.rank() { later } else { self }
     }
 }
 
@@ -588,10 +620,15 @@ where
         if let Some(scheduled) = entry.scheduled
             && scheduled.backoff
         {
-            if !source.is_high_priority() {
+            if !source.cuts_backoff() {
                 return false;
             }
-            tracing::debug!(key = ?key, failures = entry.failures, "change cuts a backoff wait short");
+            tracing::debug!(
+                key = ?key,
+                failures = entry.failures,
+                source = source.as_str(),
+                "change cuts a backoff wait short"
+            );
         }
         self.make_ready(key, source, now)
     }
@@ -606,7 +643,7 @@ where
             return false;
         }
         if let Some(existing) = entry.scheduled
-            && (existing.at <= at || (existing.backoff && !source.is_high_priority()))
+            && (existing.at <= at || (existing.backoff && !source.cuts_backoff()))
         {
             return false;
         }
@@ -627,6 +664,9 @@ where
                     ticket,
                 });
                 self.compact_ready_low();
+            } else {
+                // Same line, same place; only the reported reason may change (a relist over a resync, say).
+                mark.source = mark.source.merged_with(source);
             }
             return false;
         }
@@ -768,7 +808,7 @@ where
                 // A delayed change already due before the retry keeps its place: changes are not held back.
                 let earlier_change = entry
                     .scheduled
-                    .is_some_and(|mark| mark.source.is_high_priority() && mark.at <= at);
+                    .is_some_and(|mark| mark.source.cuts_backoff() && mark.at <= at);
                 if !earlier_change {
                     wake |= self.schedule(key, at, Source::Retry, true);
                 }
@@ -1529,6 +1569,116 @@ mod tests {
         assert!(queue.lock().deadlines.len() <= 2 + COMPACTION_SLACK);
         let (item, waited) = next_with_wait(&queue).await;
         assert_eq!((item.key, waited), ("k", Duration::from_secs(10_001)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn relists_fan_outs_and_reloads_queue_behind_direct_changes() {
+        let queue = queue();
+        queue.add("relisted", Source::Relist);
+        queue.add("read-changed", Source::FanOut);
+        queue.add("reloaded", Source::Reload);
+        queue.add("resynced", Source::Resync);
+        queue.add("edited", Source::Change);
+        assert_eq!(
+            drain(&queue),
+            [
+                ("edited", Source::Change),
+                ("relisted", Source::Relist),
+                ("read-changed", Source::FanOut),
+                ("reloaded", Source::Reload),
+                ("resynced", Source::Resync),
+            ]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_edit_of_a_relisted_key_is_promoted_ahead_of_the_relist() {
+        let queue = queue();
+        for key in 0..10_000u32 {
+            queue.add(key, Source::Relist);
+        }
+        queue.add(9_999, Source::Change);
+        queue.add(5_000, Source::FanOut);
+        assert_eq!(queue.len(), 10_000);
+        let handed = drain(&queue);
+        assert_eq!(handed[0], (9_999, Source::Change), "the edit first");
+        assert_eq!(handed.len(), 10_000, "the promoted key is handed out once");
+        let rest: Vec<u32> = handed[1..].iter().map(|(key, _)| *key).collect();
+        assert_eq!(rest, (0..9_999).collect::<Vec<_>>(), "the relist keeps its order");
+        assert_eq!(
+            handed[5_001],
+            (5_000, Source::Relist),
+            "a fan-out leaves a relisted key in place"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_low_priority_add_that_reports_a_change_names_it_but_keeps_its_place() {
+        let queue = queue();
+        queue.add("k", Source::Resync);
+        queue.add("j", Source::Resync);
+        queue.add("k", Source::Relist);
+        queue.add("k", Source::Retry);
+        assert_eq!(drain(&queue), [("k", Source::Relist), ("j", Source::Resync)]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn relists_fan_outs_and_reloads_cut_a_backoff_wait_short_at_low_priority() {
+        for source in [Source::Relist, Source::FanOut, Source::Reload] {
+            let queue = queue();
+            queue.add("k", Source::Change);
+            drain(&queue);
+            queue.done(&"k", FAILURE);
+            queue.add("edited", Source::Change);
+            queue.add("k", source);
+            assert_eq!(queue.len(), 2, "{source:?}: the retry is replaced");
+            let handed: Vec<_> = std::iter::from_fn(|| queue.try_next())
+                .map(|item| (item.key, item.source, item.attempt))
+                .collect();
+            assert_eq!(handed, [("edited", Source::Change, 0), ("k", source, 1)], "{source:?}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_fan_out_during_processing_is_not_held_back_by_a_failure() {
+        let queue = queue();
+        queue.add("k", Source::Change);
+        drain(&queue);
+        queue.add("k", Source::Resync);
+        queue.add("k", Source::FanOut);
+        queue.add("k", Source::Requeue);
+        queue.done(&"k", FAILURE);
+        let item = queue
+            .try_next()
+            .expect("the fan-out runs without waiting for the retry");
+        assert_eq!((item.source, item.attempt), (Source::FanOut, 1));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_relist_backlog_drains_while_edits_keep_arriving_slower_than_the_workers() {
+        // Strict priority starves nothing as long as the workers outpace the direct changes: here edits of
+        // distinct objects arrive at one per two handouts, and the relist still drains at one per two handouts.
+        const BACKLOG: u32 = 1_000;
+        let queue = queue();
+        for key in 0..BACKLOG {
+            queue.add(key, Source::Relist);
+        }
+        let mut relisted = 0;
+        let mut handouts = 0;
+        let mut edits = BACKLOG;
+        while relisted < BACKLOG {
+            queue.add(edits, Source::Change);
+            edits += 1;
+            for _ in 0..2 {
+                let item = queue.try_next().expect("something is ready");
+                handouts += 1;
+                if item.source == Source::Relist {
+                    relisted += 1;
+                }
+                queue.done(&item.key, Completion::DONE);
+            }
+        }
+        assert_eq!(handouts, 2 * BACKLOG, "every second handout served the relist");
     }
 
     /// What the stress tests observed, shared by producers and workers.
