@@ -31,6 +31,8 @@ pub const FIELD_MANAGER: &str = "wasm-reconciler-status";
 pub const ERROR_WINDOW: Duration = Duration::from_secs(300);
 /// How often objects and errors are looked at again when no plugin changed.
 const REFRESH: Duration = Duration::from_secs(5);
+/// How often writing is tried again while the CRD is not installed or the host may not write WasmPlugins.
+const RETRY_UNAVAILABLE: Duration = Duration::from_secs(60);
 /// How long a plugin may be gone before its object is deleted (a ConfigMap replaced by delete and create keeps it).
 pub const FORGET_AFTER: Duration = Duration::from_secs(30);
 /// The label on every WasmPlugin the host writes.
@@ -66,8 +68,8 @@ pub struct StatusWriter {
     errors: HashMap<String, VecDeque<(Instant, u64)>>,
     /// Since when a plugin with an object is no longer known.
     gone_since: HashMap<String, Instant>,
-    /// Whether the last write failed for lack of the CRD or of RBAC (said once).
-    unavailable: Option<String>,
+    /// Why the last write failed for lack of the CRD or of RBAC (said once), and when it was tried.
+    unavailable: Option<(String, Instant)>,
 }
 
 impl std::fmt::Debug for StatusWriter {
@@ -157,8 +159,14 @@ impl StatusWriter {
     }
 
     async fn pass(&mut self) {
-        let states = self.manager.states().await;
         let now = Instant::now();
+        // Without the CRD or the grant, look again only now and then rather than at every pass.
+        if let Some((_, tried)) = &self.unavailable
+            && now.duration_since(*tried) < RETRY_UNAVAILABLE
+        {
+            return;
+        }
+        let states = self.manager.states().await;
         let known: HashSet<&str> = states.iter().map(|state| state.name.as_str()).collect();
         for state in &states {
             self.gone_since.remove(&state.name);
@@ -173,7 +181,12 @@ impl StatusWriter {
                         tracing::info!(namespace = %self.namespace, "writing WasmPlugin statuses again");
                     }
                 }
-                Err(error) => self.failed(&state.name, &error),
+                Err(error) => {
+                    self.failed(&state.name, &error);
+                    if self.unavailable.is_some() {
+                        return;
+                    }
+                }
             }
         }
         let gone: Vec<String> = self
@@ -222,11 +235,12 @@ impl StatusWriter {
             _ => None,
         };
         match reason {
-            Some(reason) if self.unavailable.as_deref() != Some(reason) => {
-                tracing::warn!(namespace = %self.namespace, error = %crate::error_chain(error), "{reason}");
-                self.unavailable = Some(reason.to_owned());
+            Some(reason) => {
+                if self.unavailable.as_ref().is_none_or(|(said, _)| said != reason) {
+                    tracing::warn!(namespace = %self.namespace, error = %crate::error_chain(error), "{reason}");
+                }
+                self.unavailable = Some((reason.to_owned(), Instant::now()));
             }
-            Some(_) => {}
             None => {
                 tracing::debug!(plugin, error = %crate::error_chain(error), "writing the WasmPlugin status failed; retrying")
             }

@@ -78,7 +78,7 @@ impl WriteLog {
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
             .rev()
-            .find(|w| w.id.resource != "leases")
+            .find(|w| !super::request::is_bookkeeping_resource(&w.id.resource))
             .map(|w| w.at)
     }
 

@@ -191,7 +191,7 @@ fn derive(references: &BTreeMap<Story, Observation>, server: ServerKind) -> Vec<
     for (story, reference) in references {
         let mut seen = BTreeSet::new();
         for write in &reference.writes {
-            if !seen.insert(write.id.clone()) {
+            if request::is_bookkeeping_resource(&write.id.resource) || !seen.insert(write.id.clone()) {
                 continue;
             }
             for when in [CrashWhen::Before, CrashWhen::After] {

@@ -130,9 +130,14 @@ impl std::fmt::Display for WriteId {
 }
 
 /// The resources whose writes are the host's bookkeeping rather than a reconcile's: the election and membership
-/// Leases.
+/// Leases, and the WasmPlugin statuses (written on the host's own schedule, not a story's).
 pub fn is_bookkeeping(path: &ResourcePath) -> bool {
-    path.resource == "leases"
+    is_bookkeeping_resource(&path.resource)
+}
+
+/// [`is_bookkeeping`] by the plural resource name.
+pub fn is_bookkeeping_resource(resource: &str) -> bool {
+    matches!(resource, "leases" | "wasmplugins")
 }
 
 /// Whether the resource is Events (`events.k8s.io` or core): written off the reconcile's path, never read back.

@@ -323,7 +323,7 @@ impl Stage {
                     .log
                     .writes()
                     .iter()
-                    .filter(|w| w.at >= since && w.id.resource != "leases")
+                    .filter(|w| w.at >= since && !super::request::is_bookkeeping_resource(&w.id.resource))
                     .rev()
                     .take(8)
                     .map(|w| format!("{} ({})", w.id, w.status))
