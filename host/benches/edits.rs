@@ -92,21 +92,11 @@ struct Settings {
 
 impl Settings {
     fn from_environment() -> anyhow::Result<Self> {
-        let number = |name: &str, default: usize| -> anyhow::Result<usize> {
-            std::env::var(name).map_or(Ok(default), |text| {
-                text.parse().with_context(|| format!("{name}={text:?} is not a number"))
-            })
-        };
         Ok(Self {
-            objects: number("EDITS_OBJECTS", 100_000)?.max(10),
-            rounds: number("EDITS_ROUNDS", 1)?.max(1),
-            edits: number("EDITS_PER_BACKLOG", 10)?.max(1),
-            output: std::env::var("EDITS_OUTPUT").unwrap_or_else(|_| {
-                Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .join("../docs/benchmarks/edits.md")
-                    .display()
-                    .to_string()
-            }),
+            objects: support::env_number("EDITS_OBJECTS", 100_000)?.max(10),
+            rounds: support::env_number("EDITS_ROUNDS", 1)?.max(1),
+            edits: support::env_number("EDITS_PER_BACKLOG", 10)?.max(1),
+            output: support::results_path("EDITS_OUTPUT", "edits.md"),
         })
     }
 }

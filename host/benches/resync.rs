@@ -47,21 +47,11 @@ struct Settings {
 
 impl Settings {
     fn from_environment() -> anyhow::Result<Self> {
-        let number = |name: &str, default: usize| -> anyhow::Result<usize> {
-            std::env::var(name).map_or(Ok(default), |text| {
-                text.parse().with_context(|| format!("{name}={text:?} is not a number"))
-            })
-        };
         Ok(Self {
-            sets: number("RESYNC_SETS", 50_000)?.max(1),
-            replicas: u32::try_from(number("RESYNC_REPLICAS", 1)?)?,
-            rounds: number("RESYNC_ROUNDS", 3)?.max(1),
-            output: std::env::var("RESYNC_OUTPUT").unwrap_or_else(|_| {
-                Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .join("../docs/benchmarks/resync.md")
-                    .display()
-                    .to_string()
-            }),
+            sets: support::env_number("RESYNC_SETS", 50_000)?.max(1),
+            replicas: u32::try_from(support::env_number("RESYNC_REPLICAS", 1)?)?,
+            rounds: support::env_number("RESYNC_ROUNDS", 3)?.max(1),
+            output: support::results_path("RESYNC_OUTPUT", "resync.md"),
         })
     }
 }

@@ -53,6 +53,24 @@ impl Machine {
     }
 }
 
+/// The number in environment variable `name`, or `default` when it is not set.
+pub fn env_number(name: &str, default: usize) -> anyhow::Result<usize> {
+    std::env::var(name).map_or(Ok(default), |text| {
+        text.parse().with_context(|| format!("{name}={text:?} is not a number"))
+    })
+}
+
+/// Where a benchmark writes its results: environment variable `name`, or `docs/benchmarks/<file>`.
+pub fn results_path(name: &str, file: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../docs/benchmarks")
+            .join(file)
+            .display()
+            .to_string()
+    })
+}
+
 /// A `kB` field of `/proc/<pid>/status` (`VmRSS`, `VmHWM`), in KiB.
 pub fn memory_kib(pid: u32, field: &str) -> anyhow::Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
