@@ -35,6 +35,7 @@ mod request_recorder;
 mod scope;
 mod sharding;
 mod sharding_reads;
+mod sharding_relabel;
 mod telemetry_probe;
 mod through_kubectl;
 mod traces;

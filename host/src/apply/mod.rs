@@ -96,6 +96,9 @@ struct Written {
     deleted: usize,
     /// Whether the status was written.
     status: bool,
+    /// Children applied that existed but were not in the view: handed over with their primary by another replica,
+    /// they had not reached this replica's cache yet.
+    unseen: usize,
 }
 
 impl Written {
@@ -115,6 +118,10 @@ const FENCED: Completion = Completion::Deferred {
     after: std::time::Duration::from_secs(1),
     reason: "Fenced",
 };
+
+/// After a reconcile that met children missing from its view, when it is checked once more should the cache's news
+/// of them not have queued it already.
+const UNSEEN_CHILDREN_RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Longest API error kept in a `Reconciled` condition message.
 const MAX_FAILURE_MESSAGE: usize = 2048;
@@ -326,6 +333,19 @@ impl Applier {
                 Err(error) => return self.children_failed(ticket, primary, error).await,
             }
         }
+        if written.unseen > 0 {
+            // The outcome was computed without children that exist: its status and events would report them
+            // missing (a set Ready a moment ago flipping to not Ready on a handoff). The children are in the cache
+            // now, which queued the primary again: that reconcile, from the whole view, reports.
+            tracing::info!(
+                applied = written.applied,
+                unseen = written.unseen,
+                "children handed over with the primary were not in the view yet; status and events left to the next reconcile"
+            );
+            return Completion::Success {
+                requeue_after: Some(UNSEEN_CHILDREN_RECHECK),
+            };
+        }
 
         let previous = reconciled_condition(primary.data.get("status"));
         let status = desired_status(
@@ -434,7 +454,7 @@ impl Applier {
             }
         }
         let applied = applies.len();
-        all_succeed(applies).await?;
+        let unseen = all_succeed(applies).await?.into_iter().filter(|unseen| *unseen).count();
 
         let uid = primary.uid().unwrap_or_default();
         let mut deletes = Vec::new();
@@ -458,6 +478,7 @@ impl Applier {
             applied,
             deleted,
             status: false,
+            unseen,
         })
     }
 
@@ -518,23 +539,27 @@ impl Applier {
                 .is_some_and(|observed| is_subset(&child.object, &observed.value()))
     }
 
-    /// Applies `child` (of key `child_key`, hashing to `hash`; `reconciled_before` when its primary was).
+    /// Applies `child` (of key `child_key`, hashing to `hash`; `reconciled_before` when its primary was). True when
+    /// the child existed without being in the cache (so not in the view either).
     async fn apply_child(
         &self,
         ticket: &Ticket,
         primary_key: &ObjectKey,
         child: &PreparedChild,
         (child_key, hash, reconciled_before): (ObjectKey, u64, bool),
-    ) -> Result<(), WriteError> {
+    ) -> Result<bool, WriteError> {
         let cache = &self.owned[&child.gvk];
         let api = api_for(&self.client, cache, child_key.namespace.as_deref());
+        let mut unseen = false;
         let observed = match cache.get(&child_key) {
             Some(observed) => Some(observed),
             // A cache of this replica's share lacks the children of a primary handed over by another replica until
             // they are applied with this replica's label: read it, so the apply presumes the object it finds
             // rather than nothing. (A primary never reconciled has no children to find.)
             None if cache.selector().is_some() && reconciled_before => {
-                read_child(&api, &child.name, &child.gvk).await?
+                let found = read_child(&api, &child.name, &child.gvk).await?;
+                unseen = found.is_some();
+                found
             }
             None => None,
         };
@@ -569,7 +594,7 @@ impl Applier {
             .or_default()
             .insert((child.gvk.clone(), child_key), hash);
         cache.record_write(written, None);
-        Ok(())
+        Ok(unseen)
     }
 
     async fn delete_child(
@@ -734,8 +759,8 @@ fn api_for(client: &kube::Client, cache: &KindCache, namespace: Option<&str>) ->
 }
 
 /// Runs `writes` with at most [`CHILD_WRITES_IN_FLIGHT`] at a time, lets every one finish, and returns the first error.
-async fn all_succeed(writes: Vec<BoxFuture<'_, Result<(), WriteError>>>) -> Result<(), WriteError> {
-    let results: Vec<Result<(), WriteError>> = futures::stream::iter(writes)
+async fn all_succeed<T>(writes: Vec<BoxFuture<'_, Result<T, WriteError>>>) -> Result<Vec<T>, WriteError> {
+    let results: Vec<Result<T, WriteError>> = futures::stream::iter(writes)
         .buffer_unordered(CHILD_WRITES_IN_FLIGHT)
         .collect()
         .await;

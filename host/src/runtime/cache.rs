@@ -300,12 +300,33 @@ type Subscriber = Arc<dyn Fn(&CacheChange) + Send + Sync>;
 struct CacheState {
     objects: HashMap<ObjectKey, Arc<CachedObject>>,
     by_controller: HashMap<String, HashSet<ObjectKey>>,
-    /// Objects recently deleted from the API server (uid, when). A deleted uid never comes back, so nothing older
-    /// than the deletion may bring one back into the cache: not a write the host folds in after the deletion's
-    /// watch event overtook its response, not a watch event older than the host's own delete, not a relist that
-    /// was read before the deletion. (An object that only left a label-selected share is no tombstone: it may be
-    /// labelled back.)
-    tombstones: HashMap<ObjectKey, (Box<str>, std::time::Instant)>,
+    /// Objects recently deleted from the API server. A deleted uid never comes back, so nothing older than the
+    /// deletion may bring one back into the cache: not a write the host folds in after the deletion's watch event
+    /// overtook its response, not a watch event older than the host's own delete, not a relist that was read
+    /// before the deletion.
+    tombstones: HashMap<ObjectKey, Tombstone>,
+}
+
+/// A deleted object's uid, and the version its deletion was seen at.
+#[derive(Debug)]
+struct Tombstone {
+    uid: Box<str>,
+    /// The resourceVersion of the watch event that removed it; `None` for the host's own delete. A later version
+    /// of the same uid proves the object was not deleted after all: a label-selected watch reports an object that
+    /// leaves the selection as deleted, as the watcher last saw it (so still matching) at the new version, and the
+    /// object may be labelled back.
+    at: Option<ResourceVersion>,
+    when: std::time::Instant,
+}
+
+/// Why an object leaves the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Removal<'a> {
+    /// It left this cache's view only (a write labelled it for another share, a relist no longer shows it).
+    LeftView,
+    /// It was deleted, as a watch event at this version reported (or the host's own delete, without one): its uid
+    /// is buried.
+    Deleted(Option<&'a ResourceVersion>),
 }
 
 /// Tombstones kept before old ones are purged, and how old they must be to go.
@@ -336,28 +357,37 @@ impl CacheState {
         old
     }
 
-    /// Removes the object of `key`; with `deleted` (it is gone from the API server, not only from this cache's
-    /// share), its uid is buried.
-    fn remove(&mut self, key: &ObjectKey, deleted: bool) -> Option<Arc<CachedObject>> {
+    /// Removes the object of `key`; a deletion buries its uid.
+    fn remove(&mut self, key: &ObjectKey, removal: Removal<'_>) -> Option<Arc<CachedObject>> {
         let old = self.objects.remove(key)?;
         if let Some(owner) = controller_uid(&old) {
             self.unindex(owner, key);
         }
-        if deleted {
+        if let Removal::Deleted(at) = removal {
             if self.tombstones.len() >= TOMBSTONES_KEPT {
-                self.tombstones.retain(|_, (_, when)| when.elapsed() < TOMBSTONE_AGE);
+                self.tombstones
+                    .retain(|_, tombstone| tombstone.when.elapsed() < TOMBSTONE_AGE);
             }
-            self.tombstones
-                .insert(key.clone(), (old.meta.uid.clone(), std::time::Instant::now()));
+            let tombstone = Tombstone {
+                uid: old.meta.uid.clone(),
+                at: at.cloned(),
+                when: std::time::Instant::now(),
+            };
+            self.tombstones.insert(key.clone(), tombstone);
         }
         Some(old)
     }
 
-    /// Whether `object` was removed from the cache since it was written.
+    /// Whether `object` was deleted since it was written: a tombstone of its uid that it is not known to be newer
+    /// than.
     fn is_buried(&self, object: &CachedObject) -> bool {
-        self.tombstones
-            .get(&object.key)
-            .is_some_and(|(uid, _)| *uid == object.meta.uid)
+        self.tombstones.get(&object.key).is_some_and(|tombstone| {
+            *tombstone.uid == *object.meta.uid
+                && tombstone
+                    .at
+                    .as_ref()
+                    .is_none_or(|at| !at.is_older_than(&object.meta.resource_version))
+        })
     }
 
     fn unindex(&mut self, owner: &str, key: &ObjectKey) {
@@ -517,7 +547,7 @@ impl KindCache {
             && !object.selected_by(&selector.parsed)
         {
             // The write took the object out of this cache's share, as the watch will report.
-            self.remove_matching(&object.key, &object.meta.uid, false);
+            self.remove_matching(&object.key, &object.meta.uid, Removal::LeftView);
             return Some(object);
         }
         let old = {
@@ -543,18 +573,18 @@ impl KindCache {
 
     /// Folds in a deletion the host just made (or found already made): the object of `key` with `uid` is gone.
     pub fn record_delete(&self, key: &ObjectKey, uid: &str) {
-        self.remove_matching(key, uid, true);
+        self.remove_matching(key, uid, Removal::Deleted(None));
     }
 
     /// Removes the object of `key` if it is the incarnation `uid`; `deleted` says it is gone from the API server,
     /// not only from this cache's share.
-    fn remove_matching(&self, key: &ObjectKey, uid: &str, deleted: bool) {
+    fn remove_matching(&self, key: &ObjectKey, uid: &str, removal: Removal<'_>) {
         let old = {
             let mut state = self.write();
             if state.objects.get(key).is_none_or(|cached| *cached.meta.uid != *uid) {
                 return;
             }
-            state.remove(key, deleted)
+            state.remove(key, removal)
         };
         self.publish(&CacheChange {
             gvk: self.gvk.clone(),
@@ -651,12 +681,14 @@ impl KindCache {
         };
         let key = ObjectKey::new(object.metadata.namespace.as_deref(), name);
         let uid = object.metadata.uid.as_deref().unwrap_or_default();
-        // A label-selected watch also reports an object that stopped matching as deleted: it left the share.
-        let deleted = self.selector.as_ref().is_none_or(|selector| {
-            selector
-                .parsed
-                .matches_with(|label| object.metadata.labels.as_ref()?.get(label).map(String::as_str))
-        });
+        // The event cannot tell a deletion from an object leaving a label selection (both report it as the watcher
+        // last saw it): its uid is buried as of this version, and a later version of it is believed. Without
+        // ordered versions a label-selected cache buries nothing, so that an object labelled back is seen again.
+        let at = ResourceVersion::parse(object.metadata.resource_version.as_deref().unwrap_or_default());
+        let removal = match (&self.selector, &at) {
+            (Some(_), ResourceVersion::Opaque(_)) => Removal::LeftView,
+            _ => Removal::Deleted(Some(&at)),
+        };
         let old = {
             let mut state = self.write();
             // The deletion of an earlier incarnation says nothing about the one cached now (the host may have
@@ -664,7 +696,7 @@ impl KindCache {
             if state.objects.get(&key).is_some_and(|cached| *cached.meta.uid != *uid) {
                 return;
             }
-            state.remove(&key, deleted)
+            state.remove(&key, removal)
         };
         if old.is_some() {
             self.publish(&CacheChange {
@@ -693,7 +725,7 @@ impl KindCache {
                 .collect();
             for key in vanished {
                 // Gone from the list: deleted, or out of the share; nothing older than the list can follow it.
-                let old = state.remove(&key, false);
+                let old = state.remove(&key, Removal::LeftView);
                 changes.push(CacheChange {
                     gvk: self.gvk.clone(),
                     old,
@@ -1276,19 +1308,38 @@ mod tests {
             text: "shard=a".into(),
             parsed: wasm_reconciler_apiserver::selector::LabelSelector::parse("shard=a").unwrap(),
         });
-        let labelled = |rv: &str, shard: &str| {
+        let labelled_json = |rv: &str, shard: &str| {
             let mut object = in_namespace("n", "x", rv);
             object["metadata"]["labels"] = json!({"shard": shard});
-            dynamic(object)
+            object
         };
+        let labelled = |rv: &str, shard: &str| dynamic(labelled_json(rv, shard));
         cache.apply_watched(labelled("1", "a"));
-        // Drained: the host's own write releases it, and the watch reports it as deleted (no longer selected).
+        // Drained: the host's own write releases it, and the watch reports it as deleted, as the watcher last saw
+        // it (still labelled for this share) at the new version, as both API servers do.
         cache.record_write(labelled("2", "b"), None);
-        cache.delete_watched(&labelled("2", "b"));
+        cache.delete_watched(&labelled("2", "a"));
         assert!(cache.is_empty());
         // Moved back: labelled for this share again.
         cache.apply_watched(labelled("3", "a"));
         assert_eq!(cache.len(), 1, "an object that only left the share was buried");
+        // Moved away by someone else (the sharder), then back, the host writing it before the watch says so.
+        cache.delete_watched(&labelled("4", "a"));
+        assert!(cache.is_empty());
+        cache.record_write(labelled("5", "a"), None);
+        assert_eq!(
+            cache.len(),
+            1,
+            "a write newer than the object's leaving was not folded in"
+        );
+        // What is not newer than its leaving stays out: a relist or watch event read before it.
+        cache.delete_watched(&labelled("6", "a"));
+        cache.apply_watched(labelled("5", "a"));
+        cache.replace_all(vec![listed(labelled_json("6", "a"))], None);
+        assert!(
+            cache.is_empty(),
+            "a version older than the object's leaving brought it back"
+        );
     }
 
     #[test]
@@ -1328,7 +1379,7 @@ mod tests {
         state.insert(Arc::new(cached(object("a", "3", Some("o2")))));
         assert_eq!(state.by_controller["o1"].len(), 1);
         assert_eq!(state.by_controller["o2"].len(), 1);
-        state.remove(&ObjectKey::new(Some("ns"), "b"), true);
+        state.remove(&ObjectKey::new(Some("ns"), "b"), Removal::Deleted(None));
         assert!(!state.by_controller.contains_key("o1"));
     }
 
