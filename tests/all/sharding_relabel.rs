@@ -10,9 +10,9 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::harness::{Cluster, example_crd, wait_for};
+use crate::harness::{Cluster, condition_object, example_crd, wait_for};
 use crate::host_process::HostProcess;
-use crate::kinds::{configmapset, configmapset_resource, namespaced, set_ready_with, wait_set_ready};
+use crate::kinds::{configmapset, configmapset_resource, create_namespace, namespaced, set_ready_with, wait_set_ready};
 use crate::plugin_configmaps::{HOST_NAMESPACE, apply_config_map, install_crd, packed};
 
 const SHARD_LABEL: &str = "shard.wasm-reconciler.io/wasm-reconciler";
@@ -21,18 +21,14 @@ const CHILD: &str = "relabelled-0";
 
 /// When the set's Ready condition last changed.
 fn ready_since(set: &serde_json::Value) -> serde_json::Value {
-    set["status"]["conditions"]
-        .as_array()
-        .and_then(|conditions| conditions.iter().find(|c| c["type"] == "Ready"))
-        .map(|ready| ready["lastTransitionTime"].clone())
-        .unwrap_or_default()
+    condition_object(set, "Ready").map_or(serde_json::Value::Null, |ready| ready["lastTransitionTime"].clone())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_child_labelled_out_of_the_share_and_back_is_seen_again() -> anyhow::Result<()> {
     let cluster = Cluster::start().await?;
     let admin = cluster.client().await?;
-    crate::kinds::create_namespace(&admin, HOST_NAMESPACE).await?;
+    create_namespace(&admin, HOST_NAMESPACE).await?;
     install_crd(&admin, &example_crd("configmapset")).await?;
     apply_config_map(
         &admin,

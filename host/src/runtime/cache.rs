@@ -320,13 +320,13 @@ struct Tombstone {
 }
 
 /// Why an object leaves the cache.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Removal<'a> {
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Removal {
     /// It left this cache's view only (a write labelled it for another share, a relist no longer shows it).
     LeftView,
     /// It was deleted, as a watch event at this version reported (or the host's own delete, without one): its uid
     /// is buried.
-    Deleted(Option<&'a ResourceVersion>),
+    Deleted(Option<ResourceVersion>),
 }
 
 /// Tombstones kept before old ones are purged, and how old they must be to go.
@@ -358,7 +358,7 @@ impl CacheState {
     }
 
     /// Removes the object of `key`; a deletion buries its uid.
-    fn remove(&mut self, key: &ObjectKey, removal: Removal<'_>) -> Option<Arc<CachedObject>> {
+    fn remove(&mut self, key: &ObjectKey, removal: Removal) -> Option<Arc<CachedObject>> {
         let old = self.objects.remove(key)?;
         if let Some(owner) = controller_uid(&old) {
             self.unindex(owner, key);
@@ -370,7 +370,7 @@ impl CacheState {
             }
             let tombstone = Tombstone {
                 uid: old.meta.uid.clone(),
-                at: at.cloned(),
+                at,
                 when: std::time::Instant::now(),
             };
             self.tombstones.insert(key.clone(), tombstone);
@@ -576,9 +576,8 @@ impl KindCache {
         self.remove_matching(key, uid, Removal::Deleted(None));
     }
 
-    /// Removes the object of `key` if it is the incarnation `uid`; `deleted` says it is gone from the API server,
-    /// not only from this cache's share.
-    fn remove_matching(&self, key: &ObjectKey, uid: &str, removal: Removal<'_>) {
+    /// Removes the object of `key` if it is the incarnation `uid`, for the reason `removal` gives.
+    fn remove_matching(&self, key: &ObjectKey, uid: &str, removal: Removal) {
         let old = {
             let mut state = self.write();
             if state.objects.get(key).is_none_or(|cached| *cached.meta.uid != *uid) {
@@ -685,9 +684,9 @@ impl KindCache {
         // last saw it): its uid is buried as of this version, and a later version of it is believed. Without
         // ordered versions a label-selected cache buries nothing, so that an object labelled back is seen again.
         let at = ResourceVersion::parse(object.metadata.resource_version.as_deref().unwrap_or_default());
-        let removal = match (&self.selector, &at) {
+        let removal = match (&self.selector, at) {
             (Some(_), ResourceVersion::Opaque(_)) => Removal::LeftView,
-            _ => Removal::Deleted(Some(&at)),
+            (_, at) => Removal::Deleted(Some(at)),
         };
         let old = {
             let mut state = self.write();

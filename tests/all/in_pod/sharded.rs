@@ -12,7 +12,7 @@ use super::install::{Install, Mode};
 use super::pods::{host_pods, logs, wait_pods};
 use super::{Image, NAMESPACE, node_cluster, rollout_status};
 use crate::audit_log::{self as audit, turn_taking, writers_per_set};
-use crate::harness::wait_for;
+use crate::harness::{condition_object, wait_for};
 use crate::kinds::{configmapset, configmapset_resource, create_namespace, namespaced, set_ready_with};
 use crate::plugin_configmaps::wait_plugin_loaded;
 
@@ -122,10 +122,8 @@ async fn ready_transitions(sets: &Api<DynamicObject>) -> anyhow::Result<BTreeMap
     let mut transitions = BTreeMap::new();
     for set in sets.list(&ListParams::default()).await?.items {
         let value = serde_json::to_value(&set)?;
-        let ready = value["status"]["conditions"]
-            .as_array()
-            .and_then(|conditions| conditions.iter().find(|c| c["type"] == "Ready"))
-            .map(|c| c["lastTransitionTime"].to_string())
+        let ready = condition_object(&value, "Ready")
+            .map(|ready| ready["lastTransitionTime"].to_string())
             .unwrap_or_default();
         transitions.insert(set.metadata.name.unwrap_or_default(), ready);
     }
