@@ -172,6 +172,14 @@ bench-scaling: toolchain
 bench-peers-real: kube-harness
 	$(MAKE) --no-print-directory bench-peers PEERS_RUN="benches/peers/real.sh $$(tests/kube/build.sh --print-bin-dir)"
 
+CAPACITY_ARGS ?=
+
+.PHONY: bench-capacity
+## bench-capacity: the highest churn each setup sustains at p99 queue ≤ 1 s and p99 reconcile ≤ 5 s, on a real kube-apiserver + etcd: the wasm plugin, its native logic, kube-runtime, controller-runtime, Kopf, and 1-3 sharded replicas (docs/benchmarks/capacity.md; CAPACITY_ARGS="--setups wasm,kopf --rates 10,20" etc.).
+bench-capacity: kube-harness
+	$(MAKE) --no-print-directory bench-peers PEERS_RUN="benches/peers/real.sh $$(tests/kube/build.sh --print-bin-dir)" \
+		PEERS_ARGS="capacity $(CAPACITY_ARGS)"
+
 .PHONY: bench-sharding
 ## bench-sharding: sharded mode with 1, 2 and 3 replicas at 30,000 cached objects: converge time, RSS per replica (docs/benchmarks/sharding.md; SHARDING_SETS=1000 etc.).
 bench-sharding: toolchain
@@ -182,12 +190,11 @@ bench-sharding: toolchain
 bench-peers: plugins
 	@command -v go >/dev/null || { echo "bench-peers needs go (https://go.dev/dl/) to build the controller-runtime peer"; exit 1; }
 	@command -v python3 >/dev/null || { echo "bench-peers needs python3 (with the venv module) for the Kopf peer"; exit 1; }
-	$(CARGO) build --release -p wasm-reconciler
-	$(CARGO) build --release -p configmapset-kube-runtime -p peers-bench
+	$(CARGO) build --release -p wasm-reconciler -p configmapset-kube-runtime -p configmapset-native-host -p peers-bench
 	cd benches/peers/controller-runtime && go build -o $(PEERS_CACHE)/bin/configmapset-controller-runtime .
 	@test -x $(PEERS_CACHE)/kopf-venv/bin/python || python3 -m venv $(PEERS_CACHE)/kopf-venv
 	$(PEERS_CACHE)/kopf-venv/bin/pip install --quiet --disable-pip-version-check -r benches/peers/kopf/requirements.txt
-	$(PEERS_RUN) $(CARGO_TARGET_DIR)/release/peers-bench --peers-cache $(PEERS_CACHE) $(PEERS_ARGS)
+	$(PEERS_RUN) $(CARGO_TARGET_DIR)/release/peers-bench $(PEERS_ARGS) --peers-cache $(PEERS_CACHE)
 
 ## clean-dev: forget the local dev cluster's files.
 clean-dev:

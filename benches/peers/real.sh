@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The peer benchmark against a real control plane: starts kube-apiserver, etcd and kube-controller-manager with the
+# The peer benchmarks against a real control plane: starts kube-apiserver, etcd and kube-controller-manager with the
 # real-cluster harness (tests/kube, built by `make kube-harness`), runs peers-bench against it, stops it.
 #
-#   benches/peers/real.sh BIN_DIR PEERS_BENCH [PEERS-BENCH ARGS...]
+#   benches/peers/real.sh BIN_DIR PEERS_BENCH [capacity] [PEERS-BENCH ARGS...]
 #
-# BIN_DIR is the harness's bin directory (tests/kube/build.sh prints it); the results go to
-# docs/benchmarks/peers-real.md unless the arguments give --output.
+# BIN_DIR is the harness's bin directory (tests/kube/build.sh prints it). The peer benchmark's results go to
+# docs/benchmarks/peers-real.md unless the arguments give --output; `capacity` runs the capacity benchmark, whose
+# results go to docs/benchmarks/capacity.md.
 set -euo pipefail
 bin_dir=$1 peers_bench=$2
 shift 2
@@ -22,6 +23,10 @@ until grep -q '^ready ' "$work/harness.out"; do
 done
 kubeconfig="$(sed -n 's/.* kubeconfig=\([^ ]*\).*/\1/p' "$work/harness.out")"
 say "control plane ready: $kubeconfig"
-output=(--output docs/benchmarks/peers-real.md)
+subcommand=() output=(--output docs/benchmarks/peers-real.md)
+if [[ ${1:-} == capacity ]]; then
+	subcommand=(capacity) output=()
+	shift
+fi
 for arg in "$@"; do [[ $arg == --output* ]] && output=(); done
-"$peers_bench" --kubeconfig "$kubeconfig" "${output[@]}" "$@"
+"$peers_bench" "${subcommand[@]}" --kubeconfig "$kubeconfig" "${output[@]}" "$@"

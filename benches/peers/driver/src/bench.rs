@@ -132,26 +132,13 @@ pub async fn run(settings: Settings) -> Result<Outcome> {
     let machine = Machine::read();
     let load_before = procfs::load_average();
     settings.programs.check(&settings.contenders)?;
-    std::fs::create_dir_all(settings.work_dir.join("logs"))
-        .with_context(|| format!("creating {}", settings.work_dir.display()))?;
-    let plugins_dir = settings.programs.prepare_plugin_dir(&settings.work_dir)?;
-
-    let (kubeconfig, server) = match &settings.server {
-        Server::Embedded => {
-            let server = EmbeddedApiServer::start(&settings.programs.host, &settings.work_dir).await?;
-            tracing::info!(kubeconfig = %server.kubeconfig.display(), "embedded API server started");
-            (server.kubeconfig.clone(), Some(server))
-        }
-        Server::Kubeconfig(path) => (path.clone(), None),
-    };
-    let client = client_from(&kubeconfig, true).await?;
-    let upstream = client_from(&kubeconfig, false).await?;
-    let server_version = client
-        .apiserver_version()
-        .await
-        .map(|info| info.git_version)
-        .context("asking the API server for its version")?;
-    load::install_crd(&client, &settings.crd).await?;
+    let Prepared {
+        plugins_dir,
+        embedded: server,
+        client,
+        upstream,
+        server_version,
+    } = prepare(&settings.server, &settings.programs, &settings.work_dir, &settings.crd).await?;
 
     let bench = Bench {
         settings: &settings,
@@ -193,6 +180,50 @@ pub async fn run(settings: Settings) -> Result<Outcome> {
         cached,
         server_version,
         settings,
+    })
+}
+
+/// What every run starts from: the plugin directory, the API server (started when embedded), the driver's and
+/// the proxy's clients, and the CRD installed.
+pub struct Prepared {
+    /// `--plugins-dir` for `wasm-reconciler run`.
+    pub plugins_dir: PathBuf,
+    /// The embedded API server, when the driver started one.
+    pub embedded: Option<EmbeddedApiServer>,
+    /// The driver's client.
+    pub client: Client,
+    /// The proxies' client.
+    pub upstream: Client,
+    /// Kubernetes version the API server reports.
+    pub server_version: String,
+}
+
+/// Creates the work directory's logs and plugin directory, starts or reaches the API server and installs the CRD.
+pub async fn prepare(server: &Server, programs: &Programs, work_dir: &Path, crd: &Path) -> Result<Prepared> {
+    std::fs::create_dir_all(work_dir.join("logs")).with_context(|| format!("creating {}", work_dir.display()))?;
+    let plugins_dir = programs.prepare_plugin_dir(work_dir)?;
+    let (kubeconfig, embedded) = match server {
+        Server::Embedded => {
+            let server = EmbeddedApiServer::start(&programs.host, work_dir).await?;
+            tracing::info!(kubeconfig = %server.kubeconfig.display(), "embedded API server started");
+            (server.kubeconfig.clone(), Some(server))
+        }
+        Server::Kubeconfig(path) => (path.clone(), None),
+    };
+    let client = client_from(&kubeconfig, true).await?;
+    let upstream = client_from(&kubeconfig, false).await?;
+    let server_version = client
+        .apiserver_version()
+        .await
+        .map(|info| info.git_version)
+        .context("asking the API server for its version")?;
+    load::install_crd(&client, crd).await?;
+    Ok(Prepared {
+        plugins_dir,
+        embedded,
+        client,
+        upstream,
+        server_version,
     })
 }
 
@@ -438,7 +469,7 @@ const IDLE_CPU_SHARE: f64 = 0.05;
 
 /// Waits until the contender has watches open on each of `watches`, has made no request for `quiet`, and used at
 /// most 5% of a CPU over that span. Returns the time since it started.
-async fn wait_idle(
+pub async fn wait_idle(
     process: &mut Running,
     log: &RequestLog,
     quiet: Duration,

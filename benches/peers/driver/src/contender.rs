@@ -42,6 +42,8 @@ type Result<T, E = ContenderError> = std::result::Result<T, E>;
 pub enum Contender {
     /// The `configmapset` wasm component under `wasm-reconciler run`.
     Wasm,
+    /// The same logic compiled natively into the host's runtime (`benches/peers/native-host`).
+    Native,
     /// `benches/peers/kube-runtime`.
     KubeRuntime,
     /// `benches/peers/controller-runtime`.
@@ -51,13 +53,23 @@ pub enum Contender {
 }
 
 impl Contender {
-    /// Every contender, in report order.
+    /// The contenders of the peer benchmark, in report order.
     pub const ALL: [Contender; 4] = [Self::Wasm, Self::KubeRuntime, Self::ControllerRuntime, Self::Kopf];
+
+    /// The contenders of the capacity benchmark, in report order.
+    pub const CAPACITY: [Contender; 5] = [
+        Self::Wasm,
+        Self::Native,
+        Self::KubeRuntime,
+        Self::ControllerRuntime,
+        Self::Kopf,
+    ];
 
     /// Its name in the report.
     pub fn label(self) -> &'static str {
         match self {
             Self::Wasm => "wasm-reconciler",
+            Self::Native => "wasm-reconciler (native)",
             Self::KubeRuntime => "kube-runtime",
             Self::ControllerRuntime => "controller-runtime",
             Self::Kopf => "Kopf",
@@ -77,6 +89,7 @@ impl Contender {
     pub fn slug(self) -> &'static str {
         match self {
             Self::Wasm => "wasm",
+            Self::Native => "native",
             Self::KubeRuntime => "kube-runtime",
             Self::ControllerRuntime => "controller-runtime",
             Self::Kopf => "kopf",
@@ -89,6 +102,8 @@ impl Contender {
 pub struct Programs {
     /// `wasm-reconciler` (release build).
     pub host: PathBuf,
+    /// `configmapset-native-host` (release build).
+    pub native_host: PathBuf,
     /// The `configmapset` component.
     pub plugin: PathBuf,
     /// `configmapset-kube-runtime` (release build).
@@ -123,6 +138,11 @@ impl Programs {
         for contender in contenders {
             match contender {
                 Contender::Wasm => need("the configmapset component", &self.plugin, "make plugins")?,
+                Contender::Native => need(
+                    "configmapset-native-host (release)",
+                    &self.native_host,
+                    "cargo build --release -p configmapset-native-host",
+                )?,
                 Contender::KubeRuntime => need(
                     "configmapset-kube-runtime (release)",
                     &self.kube_runtime,
@@ -163,6 +183,27 @@ impl Programs {
         Ok(dir)
     }
 
+    /// Starts one replica of `wasm-reconciler run --sharding` with the wasm plugin, its Leases in `namespace`.
+    pub fn start_sharded(
+        &self,
+        kubeconfig: &Path,
+        plugins_dir: &Path,
+        namespace: &str,
+        identity: &str,
+        log: &Path,
+    ) -> Result<Running> {
+        let mut command = Command::new(&self.host);
+        command
+            .args(["run", "--no-configmaps", "--sharding", "--metrics-addr", "127.0.0.1:0"])
+            .args(["--namespace", namespace, "--identity", identity, "--plugins-dir"])
+            .arg(plugins_dir)
+            .env("KUBECONFIG", kubeconfig)
+            .env_remove("RUST_LOG")
+            .env_remove("POD_NAME")
+            .env_remove("WASM_RECONCILER_LOG_FORMAT");
+        Ok(Running::spawn(&format!("wasm-reconciler {identity}"), command, log)?)
+    }
+
     /// Starts `contender` against the cluster of `kubeconfig`, logging to `log`.
     pub fn start(&self, contender: Contender, kubeconfig: &Path, plugins_dir: &Path, log: &Path) -> Result<Running> {
         let mut command = match contender {
@@ -179,6 +220,7 @@ impl Programs {
                     .arg(plugins_dir);
                 command
             }
+            Contender::Native => Command::new(&self.native_host),
             Contender::KubeRuntime => Command::new(&self.kube_runtime),
             Contender::ControllerRuntime => {
                 let mut command = Command::new(&self.controller_runtime);

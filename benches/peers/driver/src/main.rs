@@ -2,6 +2,8 @@
 //! and Kopf peers against one API server, one after another, and writes `docs/benchmarks/peers.md`.
 
 mod bench;
+mod capacity;
+mod capacity_report;
 mod contender;
 mod load;
 mod process;
@@ -13,9 +15,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
-use clap::Parser;
+use clap::{Parser, Subcommand};
 
 use crate::bench::{Server, Settings};
+use crate::capacity::{CapacitySettings, Setup, Slo};
 use crate::contender::{Contender, Programs};
 
 /// The repository root, from this crate's place in it.
@@ -25,7 +28,76 @@ fn repository() -> PathBuf {
 
 /// Benchmark the wasm plugin host against kube-runtime, controller-runtime and Kopf on the same controller.
 #[derive(Debug, Parser)]
-#[command(name = "peers-bench")]
+#[command(name = "peers-bench", args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    peers: Args,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Capacity at the service-level objectives (p99 queue ≤ 1 s, p99 reconcile ≤ 5 s): an open-loop churn of
+    /// creates, spec edits and deletes raised in steps, for each contender and for 1–3 sharded replicas of the host
+    /// (docs/benchmarks/capacity.md).
+    Capacity(CapacityArgs),
+}
+
+/// Where things are, for every run.
+#[derive(Debug, clap::Args)]
+struct Places {
+    /// cargo's target directory (default: `CARGO_TARGET_DIR`, else `target` in the repository).
+    #[arg(long, env = "CARGO_TARGET_DIR", value_name = "DIR")]
+    target_dir: Option<PathBuf>,
+    /// Where `make bench-peers` puts the Go binary and the Kopf venv.
+    #[arg(long, value_name = "DIR")]
+    peers_cache: Option<PathBuf>,
+    /// Logs, kubeconfigs and the plugin directory (default: `<target>/peers-bench`).
+    #[arg(long, value_name = "DIR")]
+    work_dir: Option<PathBuf>,
+}
+
+/// The capacity run's knobs.
+#[derive(Debug, clap::Args)]
+struct CapacityArgs {
+    /// Run against the API server of this kubeconfig (already running) instead of the embedded one.
+    #[arg(long, value_name = "PATH")]
+    kubeconfig: Option<PathBuf>,
+    /// Setups to run (comma-separated): wasm, native, kube-runtime, controller-runtime, kopf, sharded-N.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "wasm,native,kube-runtime,controller-runtime,kopf,sharded-1,sharded-2,sharded-3"
+    )]
+    setups: Vec<Setup>,
+    /// Operations per second of the steps (comma-separated, ascending).
+    #[arg(long, value_delimiter = ',', default_values_t = [10.0, 15.0, 20.0, 24.0, 28.0, 32.0, 36.0, 40.0, 48.0, 60.0, 80.0])]
+    rates: Vec<f64>,
+    /// Seconds each step issues operations.
+    #[arg(long, default_value_t = 20.0)]
+    step_seconds: f64,
+    /// Seconds after a step its operations may take to finish.
+    #[arg(long, default_value_t = 10.0)]
+    grace_seconds: f64,
+    /// Sets created and Ready before the first step.
+    #[arg(long, default_value_t = 300)]
+    population: usize,
+    /// Replicas per set.
+    #[arg(long, default_value_t = 3)]
+    replicas: u32,
+    /// Seconds without requests (and with at most 5% of a CPU) that count as idle after a start.
+    #[arg(long, default_value_t = 1.0)]
+    quiet_seconds: f64,
+    #[command(flatten)]
+    places: Places,
+    /// The results file.
+    #[arg(long, default_value = "docs/benchmarks/capacity.md", value_name = "FILE")]
+    output: PathBuf,
+}
+
+/// The peer benchmark's knobs.
+#[derive(Debug, clap::Args)]
 struct Args {
     /// The API server: `embedded` starts `wasm-reconciler apiserver`; otherwise pass --kubeconfig.
     #[arg(long, default_value = "embedded", value_parser = ["embedded"], conflicts_with = "kubeconfig")]
@@ -58,23 +130,39 @@ struct Args {
     /// Longest wait for a converge or a deletion, in seconds.
     #[arg(long, default_value_t = 900)]
     phase_timeout_seconds: u64,
-    /// cargo's target directory (default: `CARGO_TARGET_DIR`, else `target` in the repository).
-    #[arg(long, env = "CARGO_TARGET_DIR", value_name = "DIR")]
-    target_dir: Option<PathBuf>,
-    /// Where `make bench-peers` puts the Go binary and the Kopf venv.
-    #[arg(long, value_name = "DIR")]
-    peers_cache: Option<PathBuf>,
-    /// Logs, kubeconfigs and the plugin directory (default: `<target>/peers-bench`).
-    #[arg(long, value_name = "DIR")]
-    work_dir: Option<PathBuf>,
+    #[command(flatten)]
+    places: Places,
     /// The results file.
     #[arg(long, default_value = "docs/benchmarks/peers.md", value_name = "FILE")]
     output: PathBuf,
 }
 
+impl Places {
+    /// The programs and the work directory.
+    fn resolve(&self, repository: &Path) -> (Programs, PathBuf) {
+        let target = self.target_dir.clone().unwrap_or_else(|| repository.join("target"));
+        let peers_cache = self.peers_cache.clone().unwrap_or_else(|| {
+            std::env::var_os("HOME")
+                .map_or_else(|| PathBuf::from("."), PathBuf::from)
+                .join(".cache/wasm-reconciler/peers")
+        });
+        let programs = Programs {
+            host: target.join("release/wasm-reconciler"),
+            native_host: target.join("release/configmapset-native-host"),
+            plugin: target.join("wasm32-wasip2/wasm-release/configmapset.wasm"),
+            kube_runtime: target.join("release/configmapset-kube-runtime"),
+            controller_runtime: peers_cache.join("bin/configmapset-controller-runtime"),
+            python: peers_cache.join("kopf-venv/bin/python"),
+            kopf_dir: repository.join("benches/peers/kopf"),
+        };
+        let work_dir = self.work_dir.clone().unwrap_or_else(|| target.join("peers-bench"));
+        (programs, work_dir)
+    }
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
-    let args = Args::parse();
+    let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -83,12 +171,35 @@ async fn main() -> Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let repository = repository();
-    let target = args.target_dir.clone().unwrap_or_else(|| repository.join("target"));
-    let peers_cache = args.peers_cache.clone().unwrap_or_else(|| {
-        std::env::var_os("HOME")
-            .map_or_else(|| PathBuf::from("."), PathBuf::from)
-            .join(".cache/wasm-reconciler/peers")
-    });
+    let (markdown, output) = match cli.command {
+        Some(Command::Capacity(args)) => (capacity(&repository, &args).await?, args.output),
+        None => (peers(&repository, &cli.peers).await?, cli.peers.output),
+    };
+    let output = if output.is_absolute() {
+        output
+    } else {
+        std::fs::canonicalize(&repository).unwrap_or(repository).join(&output)
+    };
+    std::fs::write(&output, markdown).with_context(|| format!("writing {}", output.display()))?;
+    println!("wrote {}", output.display());
+    Ok(())
+}
+
+/// Runs `future` until it ends or a signal comes; on a signal it is dropped, and with it every process it started
+/// (they are killed on drop).
+async fn until_stopped<T>(future: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    tokio::select! {
+        outcome = future => outcome,
+        signal = stop_signal() => {
+            signal?;
+            anyhow::bail!("stopped by a signal; the processes it started are stopped too")
+        }
+    }
+}
+
+/// The peer benchmark; returns the report.
+async fn peers(repository: &Path, args: &Args) -> Result<String> {
+    let (programs, work_dir) = args.places.resolve(repository);
     let settings = Settings {
         server: args.kubeconfig.clone().map_or(Server::Embedded, Server::Kubeconfig),
         contenders: args.contenders.clone(),
@@ -104,37 +215,42 @@ async fn main() -> Result<()> {
         },
         quiet: Duration::from_secs_f64(args.quiet_seconds),
         phase_timeout: Duration::from_secs(args.phase_timeout_seconds),
-        programs: Programs {
-            host: target.join("release/wasm-reconciler"),
-            plugin: target.join("wasm32-wasip2/wasm-release/configmapset.wasm"),
-            kube_runtime: target.join("release/configmapset-kube-runtime"),
-            controller_runtime: peers_cache.join("bin/configmapset-controller-runtime"),
-            python: peers_cache.join("kopf-venv/bin/python"),
-            kopf_dir: repository.join("benches/peers/kopf"),
-        },
+        programs,
         crd: repository.join("plugins/configmapset/crd.yaml"),
-        work_dir: args.work_dir.clone().unwrap_or_else(|| target.join("peers-bench")),
+        work_dir,
     };
-    let versions = versions(&repository, &settings.programs);
-    // On Ctrl-C or SIGTERM the run is dropped, and with it every process it started (they are killed on drop).
-    let outcome = tokio::select! {
-        outcome = bench::run(settings) => outcome?,
-        signal = stop_signal() => {
-            signal?;
-            anyhow::bail!("stopped by a signal; the processes it started are stopped too")
-        }
+    let versions = versions(repository, &settings.programs);
+    let outcome = until_stopped(bench::run(settings)).await?;
+    Ok(report::render(&outcome, &versions))
+}
+
+/// The capacity benchmark; returns the report.
+async fn capacity(repository: &Path, args: &CapacityArgs) -> Result<String> {
+    let (programs, work_dir) = args.places.resolve(repository);
+    let mut rates: Vec<f64> = args.rates.iter().copied().filter(|r| *r > 0.0).collect();
+    rates.sort_by(f64::total_cmp);
+    rates.dedup();
+    anyhow::ensure!(!rates.is_empty(), "--rates needs at least one rate above 0");
+    let settings = CapacitySettings {
+        server: args.kubeconfig.clone().map_or(Server::Embedded, Server::Kubeconfig),
+        setups: args.setups.clone(),
+        rates,
+        step: Duration::from_secs_f64(args.step_seconds.max(1.0)),
+        grace: Duration::from_secs_f64(args.grace_seconds.max(0.0)),
+        population: args.population,
+        replicas: args.replicas,
+        slo: Slo {
+            queue_p99: Duration::from_secs(1),
+            reconcile_p99: Duration::from_secs(5),
+        },
+        quiet: Duration::from_secs_f64(args.quiet_seconds),
+        programs,
+        crd: repository.join("plugins/configmapset/crd.yaml"),
+        work_dir,
     };
-    let markdown = report::render(&outcome, &versions);
-    let output = if args.output.is_absolute() {
-        args.output.clone()
-    } else {
-        std::fs::canonicalize(&repository)
-            .unwrap_or(repository)
-            .join(&args.output)
-    };
-    std::fs::write(&output, markdown).with_context(|| format!("writing {}", output.display()))?;
-    println!("wrote {}", output.display());
-    Ok(())
+    let versions = versions(repository, &settings.programs);
+    let outcome = until_stopped(capacity::run(settings)).await?;
+    Ok(capacity_report::render(&outcome, &versions))
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
@@ -193,9 +309,18 @@ fn versions(repository: &Path, programs: &Programs) -> report::Versions {
         &["version", &programs.controller_runtime.display().to_string()],
     );
     report::Versions {
+        // `-dirty` when the working tree has changes: the numbers are then not quite of that commit.
         commit: output(
             Path::new("git"),
-            &["-C", &repository.display().to_string(), "rev-parse", "--short", "HEAD"],
+            &[
+                "-C",
+                &repository.display().to_string(),
+                "describe",
+                "--always",
+                "--dirty",
+                "--abbrev=7",
+                "--exclude=*",
+            ],
         ),
         kube,
         controller_runtime,

@@ -89,6 +89,17 @@ pub fn load_average() -> String {
         .unwrap_or_else(|_| "unknown".to_owned())
 }
 
+/// Processes whose command name (`/proc/<pid>/comm`) is one of `names`.
+pub fn pids_named(names: &[&str]) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| read(&format!("/proc/{pid}/comm")).is_ok_and(|comm| names.contains(&comm.trim())))
+        .collect()
+}
+
 /// CPUs, CPU model and kernel of this machine.
 #[derive(Debug, Clone)]
 pub struct Machine {
@@ -145,6 +156,13 @@ mod tests {
         assert_eq!(status_field_kib(status, "VmHWM"), Some(51_200));
         assert_eq!(status_field_kib(status, "VmRSS"), Some(40_960));
         assert_eq!(status_field_kib(status, "VmSwap"), None);
+    }
+
+    #[test]
+    fn processes_are_found_by_name() {
+        let comm = read(&format!("/proc/{}/comm", std::process::id())).expect("own comm");
+        assert!(pids_named(&[comm.trim()]).contains(&std::process::id()));
+        assert!(pids_named(&["no-such-process-name"]).is_empty());
     }
 
     #[test]

@@ -97,17 +97,38 @@ pub struct RequestLog {
 #[derive(Debug)]
 struct LogState {
     counts: Counts,
+    /// The namespace whose named requests are traced, when tracing.
+    traced_namespace: Option<String>,
+    /// Named requests in `traced_namespace`, in the order they started.
+    trace: Vec<Traced>,
     /// Requests other than watches whose response has not finished.
     in_flight: u64,
     /// Start or end of the latest request other than a watch (a watch's start counts too).
     last_activity: Instant,
 }
 
+/// One request about a named object of the traced namespace (watches and lists name no object).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Traced {
+    /// The object's name from the path (`set-00001`, `set-00001-2`, …).
+    pub name: String,
+    /// What the request did.
+    pub key: RequestKey,
+    /// When it reached the proxy.
+    pub start: Instant,
+    /// When its response was finished, or `None` while under way.
+    pub end: Option<Instant>,
+    /// The `fieldManager` it wrote under, if it named one.
+    pub manager: Option<String>,
+}
+
 impl RequestLog {
-    fn new() -> Self {
+    fn new(traced_namespace: Option<String>) -> Self {
         Self {
             state: Mutex::new(LogState {
                 counts: Counts::default(),
+                traced_namespace,
+                trace: Vec::new(),
                 in_flight: 0,
                 last_activity: Instant::now(),
             }),
@@ -137,17 +158,46 @@ impl RequestLog {
         (state.in_flight == 0).then(|| state.last_activity.elapsed())
     }
 
-    fn begin(self: &Arc<Self>, key: RequestKey) -> Activity {
+    /// The traced requests so far.
+    pub fn trace(&self) -> Vec<Traced> {
+        self.lock().trace.clone()
+    }
+
+    fn begin(self: &Arc<Self>, key: RequestKey, uri: &Uri) -> Activity {
         let watch = key.verb == "watch";
+        let now = Instant::now();
         let mut state = self.lock();
+        let traced = state
+            .traced_namespace
+            .as_deref()
+            .and_then(|namespace| named_in(uri.path(), namespace))
+            .filter(|_| !watch)
+            .map(str::to_owned);
+        let trace_index = traced.map(|name| {
+            let manager = uri.query().and_then(|query| {
+                query
+                    .split('&')
+                    .find_map(|pair| pair.strip_prefix("fieldManager="))
+                    .map(str::to_owned)
+            });
+            state.trace.push(Traced {
+                name,
+                key: key.clone(),
+                start: now,
+                end: None,
+                manager,
+            });
+            state.trace.len() - 1
+        });
         *state.counts.0.entry(key).or_default() += 1;
-        state.last_activity = Instant::now();
+        state.last_activity = now;
         if !watch {
             state.in_flight += 1;
         }
         Activity {
             log: Arc::clone(self),
             watch,
+            trace_index,
         }
     }
 
@@ -160,16 +210,30 @@ impl RequestLog {
 struct Activity {
     log: Arc<RequestLog>,
     watch: bool,
+    trace_index: Option<usize>,
 }
 
 impl Drop for Activity {
     fn drop(&mut self) {
         if !self.watch {
+            let now = Instant::now();
             let mut state = self.log.lock();
             state.in_flight -= 1;
-            state.last_activity = Instant::now();
+            state.last_activity = now;
+            if let Some(traced) = self.trace_index.and_then(|index| state.trace.get_mut(index)) {
+                traced.end = Some(now);
+            }
         }
     }
+}
+
+/// The object a request path names in `namespace` (`/api/v1/namespaces/<namespace>/configmaps/<name>[/…]`).
+fn named_in<'p>(path: &'p str, namespace: &str) -> Option<&'p str> {
+    let mut segments = path.split('/').filter(|s| !s.is_empty());
+    segments.find(|s| *s == "namespaces")?;
+    (segments.next()? == namespace).then_some(())?;
+    segments.next()?;
+    segments.next()
 }
 
 /// A running proxy.
@@ -189,11 +253,16 @@ struct ProxyState {
 impl Proxy {
     /// Listens on a free port of 127.0.0.1 and forwards to `upstream`.
     pub async fn start(upstream: kube::Client) -> Result<Self, ProxyError> {
+        Self::start_tracing(upstream, None).await
+    }
+
+    /// As [`Proxy::start`], also keeping the time of every request about a named object in `traced_namespace`.
+    pub async fn start_tracing(upstream: kube::Client, traced_namespace: Option<String>) -> Result<Self, ProxyError> {
         let listener = tokio::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
             .await
             .map_err(ProxyError::Bind)?;
         let addr = listener.local_addr().map_err(ProxyError::Bind)?;
-        let log = Arc::new(RequestLog::new());
+        let log = Arc::new(RequestLog::new(traced_namespace));
         let app = Router::new().fallback(forward).with_state(ProxyState {
             upstream,
             log: Arc::clone(&log),
@@ -229,7 +298,7 @@ async fn forward(State(state): State<ProxyState>, request: Request) -> Response 
         &parts.uri,
         parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()),
     );
-    let activity = state.log.begin(key);
+    let activity = state.log.begin(key, &parts.uri);
     let body = match body.collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(error) => return (StatusCode::BAD_REQUEST, format!("reading the request body: {error}")).into_response(),
@@ -394,19 +463,49 @@ mod tests {
         // The upstream answers every request with its method and path.
         let upstream =
             Router::new().fallback(|request: Request| async move { format!("{} {}", request.method(), request.uri()) });
-        let proxy = Proxy::start(kube::Client::new(upstream, "default")).await.unwrap();
+        let proxy = Proxy::start_tracing(kube::Client::new(upstream, "default"), Some("a".to_owned()))
+            .await
+            .unwrap();
         let client = kube::Client::try_from(kube::Config::new(proxy.url().parse().unwrap())).unwrap();
         let request = http::Request::get("/api/v1/namespaces/a/configmaps/x")
             .body(Vec::new())
             .unwrap();
         let answer = client.request_text(request).await.unwrap();
         assert_eq!(answer, "GET /api/v1/namespaces/a/configmaps/x");
+        let elsewhere = http::Request::patch("/api/v1/namespaces/b/configmaps/y?fieldManager=m")
+            .body(Vec::new())
+            .unwrap();
+        client.request_text(elsewhere).await.unwrap();
+        let status = http::Request::patch("/apis/g/v1/namespaces/a/sets/s/status?fieldManager=m&force=true")
+            .body(Vec::new())
+            .unwrap();
+        client.request_text(status).await.unwrap();
+        let trace = proxy.log().trace();
+        let traced: Vec<(&str, String, Option<&str>, bool)> = trace
+            .iter()
+            .map(|t| {
+                (
+                    t.name.as_str(),
+                    t.key.to_string(),
+                    t.manager.as_deref(),
+                    t.end.is_some(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            traced,
+            vec![
+                ("x", "get configmaps".to_owned(), None, true),
+                ("s", "patch sets.g/status".to_owned(), Some("m"), true),
+            ],
+            "only named requests in the traced namespace, finished"
+        );
         let counts = proxy.log().counts();
         let get = RequestKey {
             verb: "get",
             resource: "configmaps".to_owned(),
         };
-        assert_eq!((counts.total(), counts.0.get(&get).copied()), (1, Some(1)));
+        assert_eq!((counts.total(), counts.0.get(&get).copied()), (3, Some(1)));
         assert!(proxy.log().quiet_for().is_some(), "the request is finished");
         assert!(!proxy.log().watches(&["configmaps"]));
         proxy.stop();
