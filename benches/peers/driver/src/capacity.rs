@@ -11,7 +11,7 @@
 //!   the operation was done (Ready at the edited generation, or gone), across however many reconciles the
 //!   contender needed.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -199,13 +199,13 @@ struct Book {
     /// Latest Ready generation seen per set, for an operation whose news came before it was recorded.
     ready_at: HashMap<String, i64>,
     /// Sets seen gone.
-    gone: std::collections::HashSet<String>,
+    gone: HashSet<String>,
     next_set: usize,
     edits: u64,
 }
 
 impl Book {
-    /// Marks the pending operation of `set` done if `ready_generation` or `gone` completes it.
+    /// Marks the pending operation of `set` done if what the watch saw of it (`ready_at`, `gone`) completes it.
     fn observe(&mut self, set: &str, now: Instant) {
         let Some(&index) = self.pending.get(set) else {
             return;
@@ -222,6 +222,21 @@ impl Book {
             if kind != OpKind::Delete {
                 self.settled.push_back((set.to_owned(), now));
             }
+        }
+    }
+
+    /// After the watch listed again (a watch that failed re-lists without reporting what was deleted meanwhile):
+    /// a set being deleted that the list no longer holds is gone.
+    fn relisted(&mut self, present: &HashSet<String>, now: Instant) {
+        let deleted: Vec<String> = self
+            .pending
+            .iter()
+            .filter(|&(set, &index)| self.ops[index].kind == OpKind::Delete && !present.contains(set))
+            .map(|(set, _)| set.clone())
+            .collect();
+        for set in deleted {
+            self.gone.insert(set.clone());
+            self.observe(&set, now);
         }
     }
 
@@ -725,13 +740,18 @@ async fn spawn_watch(client: &Client, namespace: &str, book: SharedBook) -> Resu
     let (listed_tx, listed_rx) = tokio::sync::oneshot::channel();
     let task = tokio::spawn(async move {
         let mut listed = Some(listed_tx);
+        let mut relisting = HashSet::new();
         let mut events = std::pin::pin!(watcher(sets, watcher::Config::default()));
         while let Some(event) = events.next().await {
             let now = Instant::now();
             let mut book = lock(&book);
+            let initial = matches!(event, Ok(watcher::Event::InitApply(_)));
             match event {
                 Ok(watcher::Event::Apply(set) | watcher::Event::InitApply(set)) => {
                     let name = set.name_any();
+                    if initial {
+                        relisting.insert(name.clone());
+                    }
                     if is_ready(&set) {
                         let generation = set.metadata.generation.unwrap_or_default();
                         let at = book.ready_at.entry(name.clone()).or_default();
@@ -745,11 +765,12 @@ async fn spawn_watch(client: &Client, namespace: &str, book: SharedBook) -> Resu
                     book.observe(&name, now);
                 }
                 Ok(watcher::Event::InitDone) => {
+                    book.relisted(&relisting, now);
                     if let Some(listed) = listed.take() {
                         let _ = listed.send(());
                     }
                 }
-                Ok(watcher::Event::Init) => {}
+                Ok(watcher::Event::Init) => relisting.clear(),
                 Err(error) => {
                     drop(book);
                     tracing::warn!(%error, "watching ConfigMapSets; the watcher retries");
@@ -850,15 +871,10 @@ pub fn percentiles(values: &[Duration]) -> Option<(Duration, Duration)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proxy::RequestKey;
 
     fn traced(name: &str, start: Instant, end: Instant) -> Traced {
         Traced {
             name: name.to_owned(),
-            key: RequestKey {
-                verb: "apply",
-                resource: "configmaps".to_owned(),
-            },
             start,
             end: Some(end),
             manager: None,
@@ -993,6 +1009,23 @@ mod tests {
         assert_eq!("sharded-2".parse::<Setup>(), Ok(Setup::Sharded(2)));
         assert!("sharded-0".parse::<Setup>().is_err());
         assert!("wasmtime".parse::<Setup>().is_err());
+    }
+
+    #[test]
+    fn a_relist_without_the_set_finishes_its_deletion() {
+        let mut book = Book::default();
+        let t0 = Instant::now();
+        for (index, set) in ["set-00001", "set-00002"].into_iter().enumerate() {
+            book.ops.push(Op {
+                kind: OpKind::Delete,
+                ..op(set, t0, None)
+            });
+            book.pending.insert(set.to_owned(), index);
+        }
+        book.relisted(&HashSet::from(["set-00002".to_owned()]), t0);
+        assert_eq!(book.ops[0].done, Some(t0), "listed no more: deleted");
+        assert_eq!(book.ops[1].done, None, "still listed: still being deleted");
+        assert!(book.settled.is_empty(), "a deleted set is never edited again");
     }
 
     #[test]
