@@ -17,6 +17,7 @@ const GUESTS: &[(&str, &str)] = &[
     ("FUTURE_WIT", "test-guest-future-wit"),
     ("OUTBOUND", "test-guest-outbound"),
     ("UNGRANTED", "test-guest-ungranted"),
+    ("FLOOR", "test-guest-floor"),
 ];
 
 /// (constant name, file name) of every guest `make polyglot` builds into `<target>/polyglot/`.

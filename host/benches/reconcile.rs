@@ -1,7 +1,8 @@
 //! Per-reconcile cost benchmark (not a test): the `configmapset` wasm plugin against the same logic compiled
 //! natively, both through the host's encode → call → decode path, on a world view of one `ConfigMapSet` and
-//! ten child ConfigMaps (~20 KB of JSON). Also times the phases of a wasm call and records the example
-//! components' sizes. Writes its numbers to `docs/benchmarks/plugin-runtime.md`.
+//! ten child ConfigMaps (~20 KB of JSON). Also times the phases of a wasm call, the parts of the guest's work
+//! (with `test-guests/floor`, which stops after each part), and records the example components' sizes. Writes
+//! its numbers to `docs/benchmarks/plugin-runtime.md`.
 //!
 //! Run with `cargo bench -p wasm-reconciler --bench reconcile`.
 
@@ -45,6 +46,9 @@ const ROUNDS: usize = 40;
 const CALLS_PER_ROUND: usize = 250;
 /// Measured calls for the phase breakdown.
 const PHASE_CALLS: usize = 5_000;
+/// Rounds of the floor benchmark, each taking every step in turn, and calls per step and path per round.
+const FLOOR_ROUNDS: usize = 20;
+const FLOOR_CALLS_PER_ROUND: usize = 100;
 /// Epoch deadline of the phase benchmark's stores: generous, it only has to be set.
 const PHASE_DEADLINE_TICKS: u64 = 1_000;
 
@@ -82,7 +86,11 @@ fn main() -> anyhow::Result<()> {
     check_same_outcome(&plugin, &native, &view, &reader)?;
 
     let paths = measure_paths(&plugin, &native, &view, &reader)?;
-    let phases = measure_phases(&engine, &wasm, &view).map_err(|e| anyhow::anyhow!("phase benchmark: {e:?}"))?;
+    let replay = Replay::new(&engine, &wasm).map_err(|e| anyhow::anyhow!("preparing the replay: {e:?}"))?;
+    let phases = measure_phases(&replay, &view).map_err(|e| anyhow::anyhow!("phase benchmark: {e:?}"))?;
+    let floor = floor_steps(&engine, &view)
+        .and_then(|steps| measure_floor(&steps))
+        .map_err(|e| anyhow::anyhow!("floor benchmark: {e:?}"))?;
     let sizes = component_sizes()?;
 
     let report = Report {
@@ -92,6 +100,7 @@ fn main() -> anyhow::Result<()> {
         load_time,
         paths,
         phases,
+        floor,
         sizes,
         run_time: started.elapsed(),
     };
@@ -254,10 +263,62 @@ fn measure_paths(
 // ---------------------------------------------------------------------------------------------------------
 // Phases of a wasm call, replayed step by step with the same engine, component and contract.
 
-/// Store data for the phase breakdown: WASI granting nothing plus host imports that serve no reads.
+/// Store data for the phase breakdown: WASI granting nothing plus host imports that serve no reads but the
+/// floor guest's entry reads.
 struct PhaseState {
     wasi: WasiCtx,
     table: ResourceTable,
+    entries: Arc<ChildEntries>,
+}
+
+/// Children the host holds, parsed once, by name: what `host.get` of `<child>/<section>/<key>` answers from
+/// (the floor guest's `fetch` work).
+#[derive(Default)]
+struct ChildEntries(std::collections::HashMap<String, Value>);
+
+impl ChildEntries {
+    fn of(view: &WorldView) -> Self {
+        Self(
+            view.children
+                .iter()
+                .map(|text| {
+                    let child: Value = serde_json::from_str(text).expect("the view's children are JSON");
+                    let name = child["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+                    (name, child)
+                })
+                .collect(),
+        )
+    }
+
+    /// The raw text of entry `<child>/<labels|annotations|data>/<key>`.
+    fn entry(&self, path: &str) -> Option<String> {
+        let mut parts = path.splitn(3, '/');
+        let (child, section, key) = (parts.next()?, parts.next()?, parts.next()?);
+        Self::value(self.0.get(child)?, section, key).map(str::to_owned)
+    }
+
+    /// The raw texts of the entries `<child>|<section>|<key>,…|<section>|<key>,…` names, in its order (an
+    /// absent entry as empty text).
+    fn batch(&self, batch: &str) -> Option<Vec<String>> {
+        let mut parts = batch.split('|');
+        let child = self.0.get(parts.next()?)?;
+        let mut texts = Vec::new();
+        while let (Some(section), Some(keys)) = (parts.next(), parts.next()) {
+            for key in keys.split(',').filter(|key| !key.is_empty()) {
+                texts.push(Self::value(child, section, key).unwrap_or_default().to_owned());
+            }
+        }
+        Some(texts)
+    }
+
+    fn value<'a>(child: &'a Value, section: &str, key: &str) -> Option<&'a str> {
+        let section = match section {
+            "data" => &child["data"],
+            "labels" | "annotations" => &child["metadata"][section],
+            _ => return None,
+        };
+        section.get(key)?.as_str()
+    }
 }
 
 impl WasiView for PhaseState {
@@ -274,17 +335,19 @@ impl types::Host for PhaseState {}
 impl host::Host for PhaseState {
     fn log(&mut self, _level: host::Level, _message: String) {}
 
-    fn get(&mut self, _kind: types::Gvk, _namespace: Option<String>, _name: String) -> Result<Option<String>, String> {
-        Err("no reads in the phase benchmark".into())
+    fn get(&mut self, _kind: types::Gvk, _namespace: Option<String>, name: String) -> Result<Option<String>, String> {
+        Ok(self.entries.entry(&name))
     }
 
     fn list(
         &mut self,
         _kind: types::Gvk,
         _namespace: Option<String>,
-        _label_selector: Option<String>,
+        label_selector: Option<String>,
     ) -> Result<Vec<String>, String> {
-        Err("no reads in the phase benchmark".into())
+        label_selector
+            .and_then(|batch| self.entries.batch(&batch))
+            .ok_or_else(|| "no such batch of entries".to_owned())
     }
 }
 
@@ -297,38 +360,75 @@ struct PhaseTimes {
     total: Samples,
 }
 
-/// Runs on wasmtime's own error type (which does not convert to `anyhow` in this build).
-fn measure_phases(engine: &PluginEngine, wasm: &[u8], view: &WorldView) -> wasmtime::Result<PhaseTimes> {
-    let engine = engine.engine();
-    let component = wasmtime::component::Component::new(engine, wasm)?;
-    let mut linker: Linker<PhaseState> = Linker::new(engine);
-    wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
-    contract_bindings::Reconciler::add_to_linker::<PhaseState, wasmtime::component::HasSelf<PhaseState>>(
-        &mut linker,
-        |state| state,
-    )?;
-    let pre = contract_bindings::ReconcilerPre::new(linker.instantiate_pre(&component)?)?;
-    let limits = Limits::default();
+/// A component prepared for calls replayed step by step.
+struct Replay {
+    engine: wasmtime::Engine,
+    pre: contract_bindings::ReconcilerPre<PhaseState>,
+    entries: Arc<ChildEntries>,
+}
 
-    let one_call = || -> wasmtime::Result<[Duration; 5]> {
-        let t0 = Instant::now();
-        let wire_view = types::WorldView {
-            primary: view.primary.clone(),
-            children: view.children.clone(),
-            config: view.config.clone(),
-            deleting: view.deleting,
-            attempt: view.attempt,
-        };
-        let t1 = Instant::now();
+impl Replay {
+    /// Runs on wasmtime's own error type (which does not convert to `anyhow` in this build).
+    fn new(engine: &PluginEngine, wasm: &[u8]) -> wasmtime::Result<Self> {
+        let engine = engine.engine().clone();
+        let component = wasmtime::component::Component::new(&engine, wasm)?;
+        let mut linker: Linker<PhaseState> = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        contract_bindings::Reconciler::add_to_linker::<PhaseState, wasmtime::component::HasSelf<PhaseState>>(
+            &mut linker,
+            |state| state,
+        )?;
+        let pre = contract_bindings::ReconcilerPre::new(linker.instantiate_pre(&component)?)?;
+        Ok(Self {
+            engine,
+            pre,
+            entries: Arc::default(),
+        })
+    }
+
+    /// This replay with its host answering entry reads from `view`'s children.
+    fn serving(self, view: &WorldView) -> Self {
+        Self {
+            entries: Arc::new(ChildEntries::of(view)),
+            ..self
+        }
+    }
+
+    /// The outcome of one call.
+    fn answer(&self, view: &WorldView) -> wasmtime::Result<types::Outcome> {
+        let (mut store, bindings) = self.instantiate()?;
+        bindings
+            .wasm_reconciler_plugin_controller()
+            .call_reconcile(&mut store, &wire_view(view))?
+            .map_err(|message| wasmtime::format_err!("plugin error: {message}"))
+    }
+
+    fn new_store(&self) -> Store<PhaseState> {
         let state = PhaseState {
             wasi: WasiCtx::builder().allow_ip_name_lookup(false).build(),
             table: ResourceTable::new(),
+            entries: self.entries.clone(),
         };
-        let mut store = Store::new(engine, state);
+        let mut store = Store::new(&self.engine, state);
         store.set_epoch_deadline(PHASE_DEADLINE_TICKS);
         store.epoch_deadline_trap();
+        store
+    }
+
+    fn instantiate(&self) -> wasmtime::Result<(Store<PhaseState>, contract_bindings::Reconciler)> {
+        let mut store = self.new_store();
+        let bindings = self.pre.instantiate(&mut store)?;
+        Ok((store, bindings))
+    }
+
+    /// One call: the times of encode, new store, instantiate, call and decode.
+    fn call(&self, view: &WorldView) -> wasmtime::Result<[Duration; 5]> {
+        let t0 = Instant::now();
+        let wire_view = wire_view(view);
+        let t1 = Instant::now();
+        let mut store = self.new_store();
         let t2 = Instant::now();
-        let bindings = pre.instantiate(&mut store)?;
+        let bindings = self.pre.instantiate(&mut store)?;
         let t3 = Instant::now();
         let answer = bindings
             .wasm_reconciler_plugin_controller()
@@ -336,7 +436,7 @@ fn measure_phases(engine: &PluginEngine, wasm: &[u8], view: &WorldView) -> wasmt
             .map_err(|message| wasmtime::format_err!("plugin error: {message}"))?;
         let t4 = Instant::now();
         let size: usize = answer.children.iter().flatten().map(String::len).sum();
-        wasmtime::ensure!(size <= limits.max_outcome_bytes, "outcome over the limit");
+        wasmtime::ensure!(size <= Limits::default().max_outcome_bytes, "outcome over the limit");
         let children = answer
             .children
             .iter()
@@ -352,14 +452,28 @@ fn measure_phases(engine: &PluginEngine, wasm: &[u8], view: &WorldView) -> wasmt
         let t5 = Instant::now();
         drop(store);
         Ok([t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4])
-    };
+    }
+}
+
+/// The view as the contract's record.
+fn wire_view(view: &WorldView) -> types::WorldView {
+    types::WorldView {
+        primary: view.primary.clone(),
+        children: view.children.clone(),
+        config: view.config.clone(),
+        deleting: view.deleting,
+        attempt: view.attempt,
+    }
+}
+
+fn measure_phases(replay: &Replay, view: &WorldView) -> wasmtime::Result<PhaseTimes> {
     for _ in 0..WARMUP_CALLS {
-        one_call()?;
+        replay.call(view)?;
     }
     let mut phases: [Vec<Duration>; 5] = Default::default();
     let mut totals = Vec::with_capacity(PHASE_CALLS);
     for _ in 0..PHASE_CALLS {
-        let times = one_call()?;
+        let times = replay.call(view)?;
         totals.push(times.iter().sum());
         for (phase, time) in phases.iter_mut().zip(times) {
             phase.push(time);
@@ -373,6 +487,173 @@ fn measure_phases(engine: &PluginEngine, wasm: &[u8], view: &WorldView) -> wasmt
         call,
         decode,
         total: Samples::new(totals),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The floor: each part of configmapset's call, from guests that stop after one more part of its work.
+
+/// One step of the floor: a guest doing part of the work on a view, in wasm (the call phase of a replay) and
+/// natively (the SDK's entry point, as `NativePlugin` calls it, without the host's encode and decode).
+struct FloorStep {
+    /// What the step adds over the one before it.
+    adds: &'static str,
+    /// Which guest and view.
+    how: &'static str,
+    view: WorldView,
+    replay: Replay,
+    native: Option<fn(WorldView) -> Result<wasm_reconciler_contract::Outcome, String>>,
+}
+
+/// The steps' times in wasm and natively; the fetch step's in wasm.
+struct FloorTimes {
+    steps: Vec<(&'static str, &'static str, Samples, Samples)>,
+    fetches: Vec<(&'static str, &'static str, Samples)>,
+    /// New store and instantiation, and the host's decode of the outcome, of configmapset's calls (the last step).
+    fixed: Samples,
+    decode: Samples,
+}
+
+/// Entries the floor guest's `fetch` compares per replica: two labels, one annotation, two data entries.
+const FETCHED_PER_CHILD: u64 = 5;
+
+/// The steps, each going one part further, and the fetch steps.
+fn floor_steps(engine: &PluginEngine, view: &WorldView) -> wasmtime::Result<(Vec<FloorStep>, Vec<FloorStep>)> {
+    use test_guest_floor::Floor;
+    let floor = wasm_reconciler_artifacts::read(wasm_reconciler_artifacts::FLOOR);
+    let configmapset = wasm_reconciler_artifacts::read(wasm_reconciler_artifacts::CONFIGMAPSET);
+    let with_work = |view: &WorldView, work: &str| WorldView {
+        config: json!({ "work": work }).to_string(),
+        ..view.clone()
+    };
+    let primary_only = WorldView {
+        children: Vec::new(),
+        ..view.clone()
+    };
+    let floor_step = |adds, how, view: WorldView| -> wasmtime::Result<FloorStep> {
+        Ok(FloorStep {
+            adds,
+            how,
+            view,
+            replay: Replay::new(engine, &floor)?,
+            native: Some(wasm_reconciler_sdk::native::reconcile::<Floor>),
+        })
+    };
+    let steps = vec![
+        floor_step(
+            "the call itself (copy in and out, SDK entry and exit)",
+            "floor guest reading nothing, view without children",
+            with_work(&primary_only, "none"),
+        )?,
+        floor_step(
+            "handing over the ten children (copy in; the SDK reads each child's head)",
+            "floor guest reading nothing, full view",
+            with_work(view, "none"),
+        )?,
+        floor_step(
+            "reading the spec and the ten children into the plugin's types",
+            "floor guest reading, full view",
+            with_work(view, "read"),
+        )?,
+        floor_step(
+            "writing ten desired children (copy out)",
+            "floor guest reading and writing, full view",
+            with_work(view, "write"),
+        )?,
+        FloorStep {
+            adds: "the rest of configmapset: compare with the template, build from it, status, conditions",
+            how: "configmapset, full view",
+            view: view.clone(),
+            replay: Replay::new(engine, &configmapset)?,
+            native: Some(wasm_reconciler_sdk::native::reconcile::<ConfigMapSetReconciler>),
+        },
+    ];
+    let fetches = [
+        (
+            "reading the spec, then each entry configmapset compares through one host call each (50 calls)",
+            "floor guest fetching, view without children",
+            "fetch",
+        ),
+        (
+            "as above with one host call per replica (10 calls)",
+            "floor guest fetching in batches, view without children",
+            "fetchBatched",
+        ),
+    ]
+    .into_iter()
+    .map(|(adds, how, work)| {
+        let step = FloorStep {
+            adds,
+            how,
+            view: with_work(&primary_only, work),
+            replay: Replay::new(engine, &floor)?.serving(view),
+            native: None,
+        };
+        let answer = step.replay.answer(&step.view)?;
+        let expected = FETCHED_PER_CHILD * CHILDREN as u64;
+        wasmtime::ensure!(
+            answer.requeue_after_ms == Some(expected),
+            "the {work} step found {:?} matching entries, expected {expected}",
+            answer.requeue_after_ms
+        );
+        Ok(step)
+    })
+    .collect::<wasmtime::Result<Vec<_>>>()?;
+    Ok((steps, fetches))
+}
+
+fn measure_floor((steps, fetches): &(Vec<FloorStep>, Vec<FloorStep>)) -> wasmtime::Result<FloorTimes> {
+    let native_call = |step: &FloorStep| -> wasmtime::Result<Option<Duration>> {
+        let Some(native) = step.native else {
+            return Ok(None);
+        };
+        let view = step.view.clone();
+        let start = Instant::now();
+        let outcome = native(view).map_err(|message| wasmtime::format_err!("plugin error: {message}"))?;
+        let elapsed = start.elapsed();
+        std::hint::black_box(outcome);
+        Ok(Some(elapsed))
+    };
+    let all: Vec<&FloorStep> = steps.iter().chain(fetches).collect();
+    for step in &all {
+        for _ in 0..WARMUP_CALLS {
+            step.replay.call(&step.view)?;
+            native_call(step)?;
+        }
+    }
+    let mut wasm: Vec<Vec<Duration>> = all.iter().map(|_| Vec::new()).collect();
+    let (mut fixed, mut decode) = (Vec::new(), Vec::new());
+    let last = steps.len() - 1;
+    let mut native: Vec<Vec<Duration>> = all.iter().map(|_| Vec::new()).collect();
+    for _ in 0..FLOOR_ROUNDS {
+        for (index, step) in all.iter().enumerate() {
+            for _ in 0..FLOOR_CALLS_PER_ROUND {
+                let [_, store, instantiate, call, decoded] = step.replay.call(&step.view)?;
+                wasm[index].push(call);
+                if index == last {
+                    fixed.push(store + instantiate);
+                    decode.push(decoded);
+                }
+            }
+            for _ in 0..FLOOR_CALLS_PER_ROUND {
+                native[index].extend(native_call(step)?);
+            }
+        }
+    }
+    let fetched = wasm.split_off(steps.len());
+    Ok(FloorTimes {
+        steps: steps
+            .iter()
+            .zip(wasm.into_iter().zip(native))
+            .map(|(step, (wasm, native))| (step.adds, step.how, Samples::new(wasm), Samples::new(native)))
+            .collect(),
+        fetches: fetches
+            .iter()
+            .zip(fetched)
+            .map(|(step, wasm)| (step.adds, step.how, Samples::new(wasm)))
+            .collect(),
+        fixed: Samples::new(fixed),
+        decode: Samples::new(decode),
     })
 }
 
@@ -483,6 +764,7 @@ struct Report {
     load_time: Duration,
     paths: PathTimes,
     phases: PhaseTimes,
+    floor: FloorTimes,
     sizes: Vec<ComponentSize>,
     run_time: Duration,
 }
@@ -601,6 +883,8 @@ impl Report {
             );
         }
 
+        out.push_str(&self.floor_markdown());
+
         let _ = writeln!(out, "\n## Component sizes\n");
         let _ = writeln!(
             out,
@@ -652,12 +936,118 @@ impl Report {
              neither maps, faults in nor clears its whole linear memory.\n\
              - The guest reads the view lazily (the SDK deserialises each text straight into the plugin's types, \
              and reads only the head of each child to know its kind) and serialises each desired child once. \
-             What is left is the work itself: the view's ~20 KB of JSON parsed once, the ten children's ~19 KB \
-             serialised once, and the data compared with the template, in wasm code without SIMD \
-             whose `memcmp` compares byte by byte. The host's decode parses the ten children into the JSON trees \
-             it applies.\n\
+             What is left is the work itself (the floor section above): the view's ~20 KB of JSON parsed once, \
+             the ten children's ~19 KB serialised once, and the data compared with the template, in wasm code \
+             without SIMD whose `memcmp` compares byte by byte and whose small copies into a growing buffer are \
+             each a `memory.copy` call into the runtime, which is why writing costs several times its native \
+             cost. The host's decode parses the ten children into the JSON trees it applies.\n\
              - p99 and the mean are sensitive to other load on the machine: compare the load average above with \
              the core count. The min and the per-round wasm/native ratio are the steadier figures."
+        );
+        out
+    }
+}
+
+impl Report {
+    /// The floor section: what each part of configmapset's call costs, and what a contract could remove.
+    fn floor_markdown(&self) -> String {
+        let mut out = String::new();
+        let fixed = self.floor.fixed.p50();
+        let decode = self.floor.decode.p50();
+        let steps = &self.floor.steps;
+        let _ = writeln!(out, "\n## Where the floor is\n");
+        let _ = writeln!(
+            out,
+            "Each step is a guest that goes one part further into `configmapset`'s work (`test-guests/floor`, built \
+             with the SDK like the example plugins, then `configmapset` itself), timed in the same run: the wasm \
+             column is the call phase of the replay above (copy in, guest, copy out); the native column is the \
+             same guest code linked into the bench and called through the SDK's entry point, without the host's \
+             encode and decode. {FLOOR_ROUNDS} rounds of {FLOOR_CALLS_PER_ROUND} calls per step and path; p50s, \
+             and each step's increment over the one before.\n"
+        );
+        let _ = writeln!(
+            out,
+            "| step adds | measured as | wasm p50 µs | + wasm | native p50 µs | + native | wasm/native of the increment |\n\
+             |---|---|---:|---:|---:|---:|---:|"
+        );
+        let mut previous = (0.0, 0.0);
+        let mut increments = Vec::new();
+        for (adds, how, wasm, native) in steps {
+            let (wasm_p50, native_p50) = (wasm.p50(), native.p50());
+            let increment = (wasm_p50 - previous.0, native_p50 - previous.1);
+            let ratio = if increment.1 > 0.0 {
+                format!("{:.1}×", increment.0 / increment.1)
+            } else {
+                "–".to_owned()
+            };
+            let _ = writeln!(
+                out,
+                "| {adds} | {how} | {wasm_p50:.1} | {:.1} | {native_p50:.1} | {:.1} | {ratio} |",
+                increment.0, increment.1
+            );
+            increments.push(increment.0);
+            previous = (wasm_p50, native_p50);
+        }
+        let [_, _, read, write, rest] = increments[..] else {
+            return out;
+        };
+        let whole_call = previous.0;
+        for (adds, how, wasm) in &self.floor.fetches {
+            let _ = writeln!(
+                out,
+                "| *instead of the hand-over and reading:* {adds} | {how} | {:.1} | | – | | |",
+                wasm.p50()
+            );
+        }
+        let fetch = self
+            .floor
+            .fetches
+            .iter()
+            .map(|(_, _, wasm)| wasm.p50())
+            .fold(f64::INFINITY, f64::min);
+        let _ = writeln!(
+            out,
+            "\nAround the call, every wasm reconcile also pays a fresh store and instance ({fixed:.1} µs) and the \
+             host's decode of the ten desired children into the JSON trees it applies ({decode:.1} µs, natively as \
+             well): p50s of configmapset's replayed calls in these rounds.\n"
+        );
+        let _ = writeln!(
+            out,
+            "What a different contract would leave, as sums of the parts above (p50 µs; the faster fetch step \
+             stands for a view the guest reads through host calls, children by reference for an outcome naming children \
+             unchanged since they were last applied rather than carrying them):\n"
+        );
+        let _ = writeln!(out, "| contract | sum of | µs |\n|---|---|---:|");
+        let rows = [
+            (
+                "0.1 and 0.2: whole texts in, desired children out as text",
+                "store and instance, the whole call, decode",
+                fixed + whole_call + decode,
+            ),
+            (
+                "lazy view, children out as text",
+                "store and instance, fetch, writing, the rest of configmapset, decode",
+                fixed + fetch + write + rest + decode,
+            ),
+            (
+                "lazy view and children by reference",
+                "store and instance, fetch, the rest of configmapset",
+                fixed + fetch + rest,
+            ),
+            (
+                "the least any contract costs a plugin that reads what it compares",
+                "store and instance, fetch",
+                fixed + fetch,
+            ),
+        ];
+        for (contract, sum, micros) in rows {
+            let _ = writeln!(out, "| {contract} | {sum} | {micros:.1} |");
+        }
+        let _ = writeln!(
+            out,
+            "\nOf the {whole_call:.1} µs call, reading the spec and children costs {read:.1} µs, writing the \
+             children {write:.1} µs and the rest of configmapset's logic {rest:.1} µs. The rest includes the \
+             comparison with the template, which the fetch step also makes, so the two middle rows count it twice."
         );
         out
     }

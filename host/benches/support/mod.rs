@@ -32,7 +32,7 @@ impl Machine {
         let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
             .map_or_else(|_| "unknown".to_owned(), |text| text.trim().to_owned());
         let commit = std::process::Command::new("git")
-            .args(["rev-parse", "--short", "HEAD"])
+            .args(["describe", "--always", "--dirty"])
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .output()
             .ok()
