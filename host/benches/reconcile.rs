@@ -939,8 +939,8 @@ impl Report {
              What is left is the work itself (the floor section above): the view's ~20 KB of JSON parsed once, \
              the ten children's ~19 KB serialised once, and the data compared with the template, in wasm code \
              without SIMD whose `memcmp` compares byte by byte and whose small copies into a growing buffer are \
-             each a `memory.copy` call into the runtime, which is why writing costs several times its native \
-             cost. The host's decode parses the ten children into the JSON trees it applies.\n\
+             each a `memory.copy` call into the runtime. Writing JSON is the part furthest from its native cost \
+             (the floor section). The host's decode parses the ten children into the JSON trees it applies.\n\
              - p99 and the mean are sensitive to other load on the machine: compare the load average above with \
              the core count. The min and the per-round wasm/native ratio are the steadier figures."
         );
