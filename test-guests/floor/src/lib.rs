@@ -146,71 +146,52 @@ fn fetch_and_compare(set_name: &str, spec: &SetSpec, batched: bool) -> Result<u6
         kind: "ConfigMap".to_owned(),
     };
     let template = &spec.template;
-    let set_label = [(SET_LABEL.to_owned(), set_name.to_owned())];
+    let set_label = (SET_LABEL.to_owned(), set_name.to_owned());
+    // The entries compared, the same for every replica.
+    let sections: [(&str, Vec<(&String, &String)>); 3] = [
+        (
+            "labels",
+            template
+                .metadata
+                .labels
+                .iter()
+                .chain([(&set_label.0, &set_label.1)])
+                .collect(),
+        ),
+        ("annotations", template.metadata.annotations.iter().collect()),
+        ("data", template.data.iter().collect()),
+    ];
+    // `|<section>|<key>,…` for each section: the tail of every batch read.
+    let batch_tail: String = sections
+        .iter()
+        .map(|(section, entries)| {
+            let keys: Vec<&str> = entries.iter().map(|(key, _)| key.as_str()).collect();
+            format!("|{section}|{}", keys.join(","))
+        })
+        .collect();
+    let desired = || {
+        sections
+            .iter()
+            .flat_map(|(section, entries)| entries.iter().map(move |entry| (*section, entry)))
+    };
     let mut matching = 0;
     for index in 0..u32::try_from(spec.replicas).unwrap_or(0) {
         let child = format!("{set_name}-{index}");
         if batched {
-            matching += fetch_batch(&kind, &child, template, &set_label)?;
-            continue;
+            let observed = host::list(&kind, None, Some(&format!("{child}{batch_tail}"))).map_err(Error::msg)?;
+            matching += observed
+                .iter()
+                .zip(desired())
+                .map(|(observed, (_, (_, value)))| u64::from(observed == *value))
+                .sum::<u64>();
+        } else {
+            for (section, (key, value)) in desired() {
+                let observed = host::get(&kind, None, &format!("{child}/{section}/{key}")).map_err(Error::msg)?;
+                matching += u64::from(observed.as_deref() == Some(value.as_str()));
+            }
         }
-        let labels = template
-            .metadata
-            .labels
-            .iter()
-            .chain(set_label.iter().map(|(key, value)| (key, value)));
-        matching += fetch_matching(&kind, &child, "labels", labels)?;
-        matching += fetch_matching(&kind, &child, "annotations", template.metadata.annotations.iter())?;
-        matching += fetch_matching(&kind, &child, "data", template.data.iter())?;
     }
-    return Ok(matching);
-
-    fn fetch_batch(
-        kind: &types::Gvk,
-        child: &str,
-        template: &Template,
-        set_label: &[(String, String); 1],
-    ) -> Result<u64, Error> {
-        let labels: Vec<(&String, &String)> = template
-            .metadata
-            .labels
-            .iter()
-            .chain(set_label.iter().map(|(key, value)| (key, value)))
-            .collect();
-        let sections = [
-            ("labels", labels),
-            ("annotations", template.metadata.annotations.iter().collect()),
-            ("data", template.data.iter().collect()),
-        ];
-        let mut selector = child.to_owned();
-        for (section, entries) in &sections {
-            let keys: Vec<&str> = entries.iter().map(|(key, _)| key.as_str()).collect();
-            selector.push_str(&format!("|{section}|{}", keys.join(",")));
-        }
-        let observed = host::list(kind, None, Some(&selector)).map_err(Error::msg)?;
-        let desired = sections
-            .iter()
-            .flat_map(|(_, entries)| entries.iter().map(|(_, value)| value.as_str()));
-        Ok(observed
-            .iter()
-            .zip(desired)
-            .map(|(observed, desired)| u64::from(observed == desired))
-            .sum())
-    }
-
-    fn fetch_matching<'a>(
-        kind: &types::Gvk,
-        child: &str,
-        section: &str,
-        desired: impl Iterator<Item = (&'a String, &'a String)>,
-    ) -> Result<u64, Error> {
-        let mut matching = 0;
-        for (key, value) in desired {
-            let observed = host::get(kind, None, &format!("{child}/{section}/{key}")).map_err(Error::msg)?;
-            matching += u64::from(observed.as_deref() == Some(value.as_str()));
-        }
-        Ok(matching)
-    }
+    Ok(matching)
 }
 
 wasm_reconciler_sdk::export_reconciler!(Floor);
