@@ -18,6 +18,7 @@ const GUESTS: &[(&str, &str)] = &[
     ("OUTBOUND", "test-guest-outbound"),
     ("UNGRANTED", "test-guest-ungranted"),
     ("FLOOR", "test-guest-floor"),
+    ("CONFIGMAPSET_V0_1", "test-guest-configmapset-v0-1"),
 ];
 
 /// (constant name, file name) of every guest `make polyglot` builds into `<target>/polyglot/`.

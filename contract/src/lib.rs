@@ -13,12 +13,14 @@ mod condition;
 mod controller_spec;
 mod event;
 mod gvk;
+pub mod json;
 mod records;
 
 pub use condition::{Condition, ConditionStatus};
 pub use controller_spec::ControllerSpec;
 pub use event::{Event, EventType};
 pub use gvk::Gvk;
+pub use json::ChildSummary;
 pub use records::{Outcome, WorldView};
 
 /// The WIT package of the contract.

@@ -5,8 +5,16 @@
 //! same code a natively linked host runs. This is the SDK's only conversion between generated bindings and
 //! `wasm-reconciler-contract`.
 
+use std::mem::ManuallyDrop;
+use std::rc::Rc;
+
 use crate::bindings::wasm_reconciler::plugin::types;
+use crate::bindings_v0_3::exports::wasm_reconciler::plugin0_3_0::controller as controller_v0_3;
+use crate::bindings_v0_3::wasm_reconciler::plugin0_3_0::view as lent_view;
+use crate::outcome::DesiredChild;
+use crate::world_view::LentChildren;
 use crate::{Condition, ConditionStatus, ControllerSpec, Event, EventType, Gvk, Reconciler, wire};
+use wasm_reconciler_contract::ChildSummary;
 
 /// Fails to compile, at the exported type, unless it implements [`Reconciler`].
 pub fn assert_reconciler<T: Reconciler>() {}
@@ -19,6 +27,74 @@ pub fn describe<T: Reconciler>() -> types::ControllerSpec {
 /// `reconcile` for the component export.
 pub fn reconcile<T: Reconciler>(view: types::WorldView) -> Result<types::Outcome, String> {
     wire::reconcile::<T>(view_from_bindgen(view)).map(outcome_to_bindgen)
+}
+
+/// `reconcile` for the component export of contract 0.3: the view stays the host's; the SDK's [`crate::WorldView`]
+/// reads its children through it when the plugin asks, and children made from bases go back as bases and patches.
+pub fn reconcile_v0_3<T: Reconciler>(view: &lent_view::WorldView) -> Result<controller_v0_3::Outcome, String> {
+    // SAFETY: the handle is the host's loan of the view for this call. It is never dropped from here (so the loan is
+    // not ended twice), and the host traps, rather than misreads, any use of it after the call returns.
+    #[allow(unsafe_code)]
+    let lent = HostView(ManuallyDrop::new(unsafe {
+        lent_view::WorldView::from_handle(view.handle())
+    }));
+    let sdk_view = crate::WorldView::from_lent(
+        view.primary(),
+        Rc::new(lent),
+        view.config(),
+        view.deleting(),
+        view.attempt(),
+    )
+    .map_err(|error| error.to_string())?;
+    let outcome = T::reconcile(sdk_view).map_err(|error| error.to_string())?;
+    let parts = outcome
+        .into_parts(|| !T::describe().owns.is_empty())
+        .map_err(|error| error.to_string())?;
+    Ok(controller_v0_3::Outcome {
+        children: parts.children.map(|children| {
+            children
+                .into_iter()
+                .map(|child| match child {
+                    DesiredChild::Whole(text) => controller_v0_3::Child::Object(text),
+                    DesiredChild::Patched { base, patch } => {
+                        controller_v0_3::Child::Patched(controller_v0_3::Patched {
+                            base: u32::try_from(base).unwrap_or(u32::MAX),
+                            merge_patch: patch,
+                        })
+                    }
+                })
+                .collect()
+        }),
+        bases: parts.bases,
+        status: parts.status,
+        conditions: parts.conditions.into_iter().map(condition_to_bindgen).collect(),
+        events: parts.events.into_iter().map(event_to_bindgen).collect(),
+        requeue_after_ms: parts.requeue_after_ms,
+        finalized: parts.finalized,
+    })
+}
+
+/// The view the host lends for one call.
+struct HostView(ManuallyDrop<lent_view::WorldView>);
+
+impl LentChildren for HostView {
+    fn child(&self, index: usize) -> Option<String> {
+        self.0.child(u32::try_from(index).ok()?)
+    }
+
+    fn summaries(&self, expected: Option<&str>) -> Result<Vec<ChildSummary>, String> {
+        Ok(self
+            .0
+            .children(expected)?
+            .into_iter()
+            .map(|summary| ChildSummary {
+                api_version: summary.api_version,
+                kind: summary.kind,
+                name: summary.name,
+                contains: summary.contains,
+            })
+            .collect())
+    }
 }
 
 /// A kind, in binding form.

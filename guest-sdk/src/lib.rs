@@ -69,6 +69,15 @@ pub mod bindings;
 )]
 pub mod bindings_v0_2;
 #[doc(hidden)]
+#[allow(
+    unsafe_code,
+    missing_docs,
+    missing_debug_implementations,
+    unused_qualifications,
+    clippy::all
+)]
+pub mod bindings_v0_3;
+#[doc(hidden)]
 pub mod component;
 mod error;
 mod head;
@@ -93,7 +102,7 @@ pub use error::Error;
 pub use meta::ObjectMeta;
 pub use outcome::Outcome;
 pub use wasm_reconciler_contract::{Condition, ConditionStatus, ControllerSpec, Event, EventType, Gvk};
-pub use world_view::WorldView;
+pub use world_view::{ObservedChild, WorldView};
 
 /// A plugin's reconcile logic. Implement it on a unit struct and export it with [`export_reconciler!`].
 #[diagnostic::on_unimplemented(
@@ -121,7 +130,10 @@ pub trait Reconciler {
 /// `export_reconciler!(T)` builds against contract 0.1 (`wasm-reconciler:plugin@0.1.0`), which every host
 /// serves. A plugin that sends HTTP requests ([`http`]) or reads [`variables`] builds against contract 0.2
 /// with `export_reconciler!(T, contract = "0.2")`; its host must serve 0.2 and grant it hosts and variables in
-/// its settings.
+/// its settings. `export_reconciler!(T, contract = "0.3")` builds against contract 0.3: 0.2 with the view lent
+/// rather than handed over, so [`WorldView::children_containing`] compares children in the host and hands over only
+/// their names, and children made from a base ([`Outcome::base`], [`Outcome::children_named_from`]) cross once per
+/// base. The plugin code is the same for every version.
 ///
 /// ```
 /// use wasm_reconciler_sdk::{ControllerSpec, Error, Gvk, Outcome, Reconciler, WorldView};
@@ -205,9 +217,37 @@ macro_rules! export_reconciler {
     $crate::bindings_v0_2::export_component_v0_2!(WasmReconcilerComponent with_types_in $crate::bindings_v0_2);
         };
     };
+    ($reconciler:ty, contract = "0.3") => {
+        const _: fn() = $crate::component::assert_reconciler::<$reconciler>;
+
+        #[cfg(target_arch = "wasm32")]
+        #[allow(unsafe_code)]
+        const _: () = {
+            struct WasmReconcilerComponent;
+
+            impl $crate::bindings_v0_3::exports::wasm_reconciler::plugin0_3_0::controller::Guest
+                for WasmReconcilerComponent
+            {
+                fn describe() -> $crate::bindings::wasm_reconciler::plugin::types::ControllerSpec {
+                    $crate::component::describe::<$reconciler>()
+                }
+
+                fn reconcile(
+                    view: &$crate::bindings_v0_3::wasm_reconciler::plugin0_3_0::view::WorldView,
+                ) -> ::core::result::Result<
+                    $crate::bindings_v0_3::exports::wasm_reconciler::plugin0_3_0::controller::Outcome,
+                    ::std::string::String,
+                > {
+                    $crate::component::reconcile_v0_3::<$reconciler>(view)
+                }
+            }
+
+    $crate::bindings_v0_3::export_component_v0_3!(WasmReconcilerComponent with_types_in $crate::bindings_v0_3);
+        };
+    };
     ($reconciler:ty, contract = $other:literal) => {
         ::core::compile_error!(::core::concat!(
-            "wasm-reconciler-sdk builds plugins against contract \"0.1\" or \"0.2\", not ",
+            "wasm-reconciler-sdk builds plugins against contract \"0.1\", \"0.2\" or \"0.3\", not ",
             $other
         ));
     };

@@ -65,8 +65,10 @@ use crate::{Condition, Error, Event};
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct Outcome {
-    /// Each desired child as the JSON text handed to the host.
-    children: Option<Vec<String>>,
+    /// Each desired child as handed to the host: whole JSON text, or a base and a merge patch.
+    children: Option<Vec<DesiredChild>>,
+    /// JSON text of the objects children are made from with [`child_from_base`](Self::child_from_base).
+    bases: Vec<String>,
     /// Whether [`leave_children_alone`](Self::leave_children_alone) was called.
     leave_children_alone: bool,
     /// The status as JSON text.
@@ -85,6 +87,7 @@ pub struct Outcome {
 impl PartialEq for Outcome {
     fn eq(&self, other: &Self) -> bool {
         self.children == other.children
+            && self.bases == other.bases
             && self.leave_children_alone == other.leave_children_alone
             && self.status == other.status
             && self.conditions == other.conditions
@@ -117,7 +120,10 @@ impl Outcome {
             .map_err(|error| error.context(format_args!("desired child #{position}")));
         self.children_json = OnceCell::new();
         match child {
-            Ok(child) => self.children.get_or_insert_with(Vec::new).push(child),
+            Ok(child) => self
+                .children
+                .get_or_insert_with(Vec::new)
+                .push(DesiredChild::Whole(child)),
             Err(error) => {
                 self.children.get_or_insert_with(Vec::new);
                 self.record(error);
@@ -138,6 +144,90 @@ impl Outcome {
         self.children.get_or_insert_with(Vec::new);
         self.children_json = OnceCell::new();
         children.into_iter().fold(self, |outcome, child| outcome.child(&child))
+    }
+
+    /// Adds a base: an object (typically a template of several children) that children are made from with
+    /// [`child_from_base`](Self::child_from_base). Bases are numbered from 0 in the order added; a base is not a
+    /// child itself.
+    ///
+    /// A contract 0.3 plugin hands the host each base once and each child as its small patch, instead of every
+    /// child whole; under 0.1 and 0.2 the SDK makes the children itself, with the same result.
+    pub fn base(mut self, base: &(impl Serialize + ?Sized)) -> Self {
+        let position = self.bases.len();
+        match serde_json::to_string(base) {
+            Ok(text) if text.starts_with('{') => self.bases.push(text),
+            Ok(text) => {
+                self.bases.push("{}".to_owned());
+                self.record(Error::msg(format_args!(
+                    "base {position}: must be a JSON object, got {text}"
+                )));
+            }
+            Err(error) => {
+                self.bases.push("{}".to_owned());
+                self.record(Error::from(error).context(format_args!("base {position}")));
+            }
+        }
+        self
+    }
+
+    /// Adds one desired child: a copy of base number `base` (see [`base`](Self::base)) with the JSON merge patch
+    /// `merge_patch` applied (RFC 7386: object fields replace, or remove when `null`). The resulting object needs
+    /// an `apiVersion`, a `kind` and a `metadata.name`, as every child does.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use wasm_reconciler_sdk::Outcome;
+    ///
+    /// let template = json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "1"}});
+    /// let outcome = Outcome::new()
+    ///     .base(&template)
+    ///     .child_from_base(0, &json!({"metadata": {"name": "web-0"}}))
+    ///     .child_from_base(0, &json!({"metadata": {"name": "web-1"}, "data": {"b": "2"}}));
+    /// let children = outcome.desired_children().unwrap();
+    /// assert_eq!(children[0], json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web-0"},
+    ///     "data": {"a": "1"}}));
+    /// assert_eq!(children[1]["data"], json!({"a": "1", "b": "2"}));
+    /// ```
+    pub fn child_from_base(mut self, base: usize, merge_patch: &(impl Serialize + ?Sized)) -> Self {
+        self.check_not_left_alone();
+        let position = self.children.as_ref().map_or(0, Vec::len);
+        self.children_json = OnceCell::new();
+        let children = self.children.get_or_insert_with(Vec::new);
+        if base >= self.bases.len() {
+            let error = Error::msg(format_args!(
+                "desired child #{position}: base {base} was not added (the outcome has {} bases)",
+                self.bases.len()
+            ));
+            self.record(error);
+            return self;
+        }
+        match serde_json::to_string(merge_patch) {
+            Ok(patch) => children.push(DesiredChild::Patched { base, patch }),
+            Err(error) => self.record(Error::from(error).context(format_args!("desired child #{position}"))),
+        }
+        self
+    }
+
+    /// Adds one desired child: a copy of base number `base` (see [`base`](Self::base)) named `name`.
+    pub fn child_from_base_named(self, base: usize, name: &str) -> Self {
+        self.child_from_base(base, &NamePatch::new(name))
+    }
+
+    /// Adds `base` (see [`base`](Self::base)) and one desired child per name: a copy of it with that
+    /// `metadata.name`. Declares the set, as [`children`](Self::children) does, even when `names` is empty.
+    pub fn children_named_from<N: AsRef<str>>(
+        mut self,
+        base: &(impl Serialize + ?Sized),
+        names: impl IntoIterator<Item = N>,
+    ) -> Self {
+        self.check_not_left_alone();
+        self.children.get_or_insert_with(Vec::new);
+        let index = self.bases.len();
+        let mut outcome = self.base(base);
+        for name in names {
+            outcome = outcome.child_from_base(index, &NamePatch::new(name.as_ref()));
+        }
+        outcome
     }
 
     /// Declares an empty desired set: the host deletes every owned child. Children added before are dropped.
@@ -206,7 +296,20 @@ impl Outcome {
         self.children_json
             .get_or_init(|| {
                 let children = self.children.as_ref()?;
-                Some(children.iter().map(|text| parse_own(text)).collect())
+                let bases: Vec<Value> = self.bases.iter().map(|text| parse_own(text)).collect();
+                Some(
+                    children
+                        .iter()
+                        .map(|child| match child {
+                            DesiredChild::Whole(text) => parse_own(text),
+                            DesiredChild::Patched { base, patch } => {
+                                let mut child = bases[*base].clone();
+                                wasm_reconciler_contract::json::merge_patch(&mut child, &parse_own(patch));
+                                child
+                            }
+                        })
+                        .collect(),
+                )
             })
             .as_deref()
     }
@@ -277,6 +380,7 @@ impl Outcome {
         }
         Ok(OutcomeParts {
             children: self.children,
+            bases: self.bases,
             status: self.status,
             conditions: self.conditions,
             events: self.events,
@@ -294,14 +398,71 @@ const BOTH_CHOICES: &str = "the outcome both declares desired children and leave
 pub(crate) const UNDECIDED_CHILDREN: &str = "the outcome does not say what to do with the owned children: declare \
      the complete desired set with children(...) (an empty set deletes them all) or call leave_children_alone()";
 
+/// One desired child as the plugin built it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum DesiredChild {
+    /// Whole JSON text, checked.
+    Whole(String),
+    /// Base number `base` with the JSON merge patch `patch`.
+    Patched { base: usize, patch: String },
+}
+
+/// `{"metadata":{"name":…}}`.
+#[derive(Serialize)]
+struct NamePatch<'a> {
+    metadata: NameOnly<'a>,
+}
+
+#[derive(Serialize)]
+struct NameOnly<'a> {
+    name: &'a str,
+}
+
+impl<'a> NamePatch<'a> {
+    fn new(name: &'a str) -> Self {
+        Self {
+            metadata: NameOnly { name },
+        }
+    }
+}
+
 /// An outcome known to be free of build errors.
 pub(crate) struct OutcomeParts {
-    pub(crate) children: Option<Vec<String>>,
+    pub(crate) children: Option<Vec<DesiredChild>>,
+    pub(crate) bases: Vec<String>,
     pub(crate) status: Option<String>,
     pub(crate) conditions: Vec<Condition>,
     pub(crate) events: Vec<Event>,
     pub(crate) requeue_after_ms: Option<u64>,
     pub(crate) finalized: bool,
+}
+
+impl OutcomeParts {
+    /// Every child as whole JSON text (contract 0.1 and 0.2): patched children made from their bases here, and
+    /// checked as whole children are.
+    pub(crate) fn whole_children(&mut self) -> Result<Option<Vec<String>>, Error> {
+        let Some(children) = self.children.take() else {
+            return Ok(None);
+        };
+        let mut bases: Vec<Option<Value>> = vec![None; self.bases.len()];
+        children
+            .into_iter()
+            .enumerate()
+            .map(|(position, child)| match child {
+                DesiredChild::Whole(text) => Ok(text),
+                DesiredChild::Patched { base, patch } => {
+                    let base = bases[base].get_or_insert_with(|| parse_own(&self.bases[base]));
+                    let mut child = base.clone();
+                    wasm_reconciler_contract::json::merge_patch(&mut child, &parse_own(&patch));
+                    let text = child.to_string();
+                    check_child(&text)
+                        .map(|()| text)
+                        .map_err(|error| error.context(format_args!("desired child #{position}")))
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
 }
 
 /// Checks a serialised child: a JSON object with a non-empty `apiVersion`, `kind` and `metadata.name`.
@@ -335,6 +496,59 @@ mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use serde_json::json;
+
+    #[test]
+    fn children_from_a_base_are_whole_on_the_wire() {
+        let template = json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"}});
+        let outcome = Outcome::new()
+            .children_named_from(&template, ["a", "b"])
+            .child_from_base(0, &json!({"metadata": {"name": "c"}, "data": {"k": null}}));
+        let mut parts = outcome.clone().into_parts(|| true).unwrap();
+        assert_eq!(parts.bases.len(), 1);
+        let whole = parts.whole_children().unwrap().unwrap();
+        let whole: Vec<Value> = whole.iter().map(|text| serde_json::from_str(text).unwrap()).collect();
+        assert_eq!(whole, outcome.desired_children().unwrap());
+        assert_eq!(
+            whole[1],
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"},
+            "metadata": {"name": "b"}})
+        );
+        assert_eq!(
+            whole[2],
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {}, "metadata": {"name": "c"}})
+        );
+        // No names: declares the empty set, as `children` does.
+        assert_eq!(
+            Outcome::new()
+                .children_named_from(&template, Vec::<String>::new())
+                .desired_children(),
+            Some(&[][..])
+        );
+    }
+
+    #[test]
+    fn a_child_of_a_missing_or_unnamed_base_is_an_error() {
+        let missing = Outcome::new().child_from_base_named(0, "a");
+        assert_eq!(
+            missing.build_error().unwrap().to_string(),
+            "desired child #0: base 0 was not added (the outcome has 0 bases)"
+        );
+        let not_object = Outcome::new().base(&json!([1]));
+        assert_eq!(
+            not_object.build_error().unwrap().to_string(),
+            "base 0: must be a JSON object, got [1]"
+        );
+        // A base without a kind makes children the host would refuse: caught where the SDK makes them.
+        let mut parts = Outcome::new()
+            .base(&json!({"apiVersion": "v1"}))
+            .child_from_base_named(0, "a")
+            .into_parts(|| true)
+            .unwrap();
+        assert_eq!(
+            parts.whole_children().unwrap_err().to_string(),
+            "desired child #0: has no `kind`"
+        );
+    }
 
     fn config_map(name: &str) -> ConfigMap {
         ConfigMap {

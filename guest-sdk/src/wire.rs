@@ -31,14 +31,16 @@ fn parse_view(view: WorldView) -> Result<crate::WorldView, crate::Error> {
 /// The wire form of a built outcome; its first build error, if any, or the refusal of an outcome that did not
 /// say what to do with children of a plugin that `owns_kinds`.
 fn encode_outcome(outcome: crate::Outcome, owns_kinds: impl FnOnce() -> bool) -> Result<Outcome, crate::Error> {
+    let mut parts = outcome.into_parts(owns_kinds)?;
+    let children = parts.whole_children()?;
     let OutcomeParts {
-        children,
         status,
         conditions,
         events,
         requeue_after_ms,
         finalized,
-    } = outcome.into_parts(owns_kinds)?;
+        ..
+    } = parts;
     Ok(Outcome {
         children,
         status,

@@ -7,9 +7,13 @@
 //! primary's name, namespace, uid and generation, and each child's `apiVersion`, `kind` and name.
 
 use std::cell::OnceCell;
+use std::fmt;
+use std::rc::Rc;
 
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+use wasm_reconciler_contract::ChildSummary;
 
 use crate::head::{Head, Metadata};
 use crate::{Error, Gvk};
@@ -45,7 +49,10 @@ use crate::{Error, Gvk};
 pub struct WorldView {
     primary: String,
     metadata: Metadata,
-    children: Vec<Child>,
+    /// Each child's identity, and its text once handed over; read from the host on first use when lent.
+    children: OnceCell<Vec<Child>>,
+    /// The host's view, when it lends it (contract 0.3) rather than handing over every child.
+    lent: Option<Lent>,
     config: String,
     deleting: bool,
     attempt: u32,
@@ -60,21 +67,56 @@ impl PartialEq for WorldView {
     fn eq(&self, other: &Self) -> bool {
         self.primary == other.primary
             && self
-                .children
+                .child_list()
                 .iter()
-                .map(|child| &child.text)
-                .eq(other.children.iter().map(|child| &child.text))
+                .enumerate()
+                .map(|(index, child)| self.text_of(index, child))
+                .eq(other
+                    .child_list()
+                    .iter()
+                    .enumerate()
+                    .map(|(index, child)| other.text_of(index, child)))
             && self.config == other.config
             && self.deleting == other.deleting
             && self.attempt == other.attempt
     }
 }
 
-/// An observed child: its JSON text and what identifies it.
+/// An observed child: its JSON text (handed over on first use when the view is lent) and what identifies it.
 #[derive(Debug, Clone)]
 struct Child {
-    text: String,
+    text: OnceCell<String>,
     head: Head,
+}
+
+/// The part of a view the host lends rather than hands over (contract 0.3): the children's texts and summaries.
+pub(crate) trait LentChildren {
+    /// The text of child `index`, if there is one.
+    fn child(&self, index: usize) -> Option<String>;
+    /// Every child summarised, against `expected` (JSON text of an object) when given.
+    fn summaries(&self, expected: Option<&str>) -> Result<Vec<ChildSummary>, String>;
+}
+
+/// A lent view, shared by the clones of one [`WorldView`].
+#[derive(Clone)]
+struct Lent(Rc<dyn LentChildren>);
+
+impl fmt::Debug for Lent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Lent")
+    }
+}
+
+/// An observed child of one kind with whether it contains an expected object; see
+/// [`WorldView::children_containing`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObservedChild {
+    /// Its `metadata.name`.
+    pub name: String,
+    /// Whether it contains the expected object.
+    pub contains: bool,
+    /// Its position among all the view's children.
+    index: usize,
 }
 
 impl Child {
@@ -93,8 +135,23 @@ impl Child {
     fn of_text(text: String) -> Result<Self, serde_json::Error> {
         Ok(Self {
             head: Head::read(&text)?,
-            text,
+            text: OnceCell::from(text),
         })
+    }
+
+    /// A child known by its summary, its text still with the host.
+    fn of_summary(summary: ChildSummary) -> Self {
+        Self {
+            text: OnceCell::new(),
+            head: Head {
+                api_version: Some(summary.api_version),
+                kind: Some(summary.kind),
+                metadata: Some(Metadata {
+                    name: Some(summary.name),
+                    ..Metadata::default()
+                }),
+            },
+        }
     }
 }
 
@@ -109,7 +166,8 @@ impl WorldView {
         Self {
             primary: text,
             metadata,
-            children: Vec::new(),
+            children: OnceCell::from(Vec::new()),
+            lent: None,
             config: "{}".to_owned(),
             deleting: false,
             attempt: 0,
@@ -126,12 +184,26 @@ impl WorldView {
 
     /// Adds observed child objects.
     pub fn with_children(mut self, children: impl IntoIterator<Item = Value>) -> Self {
-        self.children.extend(children.into_iter().map(|child| {
+        let mut list: Vec<Child> = (0..self.child_list().len())
+            .map(|index| {
+                let child = &self.child_list()[index];
+                Child {
+                    text: OnceCell::from(self.text_of(index, child).to_owned()),
+                    head: child.head.clone(),
+                }
+            })
+            .collect();
+        list.extend(children.into_iter().map(|child| {
             let text = child.to_string();
             // A child that is not an object (a test of malformed input) is kept, of no kind.
             let head = Head::read(&text).unwrap_or_default();
-            Child { text, head }
+            Child {
+                text: OnceCell::from(text),
+                head,
+            }
         }));
+        self.children = OnceCell::from(list);
+        self.lent = None;
         self.children_json = OnceCell::new();
         self
     }
@@ -190,14 +262,19 @@ impl WorldView {
 
     /// All observed children, any kind, as JSON (built on first use).
     pub fn children_json(&self) -> &[Value] {
-        self.children_json
-            .get_or_init(|| self.children.iter().map(|child| parse_checked(&child.text)).collect())
+        self.children_json.get_or_init(|| {
+            self.child_list()
+                .iter()
+                .enumerate()
+                .map(|(index, child)| parse_checked(self.text_of(index, child)))
+                .collect()
+        })
     }
 
     /// Observed children of one kind, as JSON.
     pub fn children_of_kind<'a>(&'a self, kind: &'a Gvk) -> impl Iterator<Item = &'a Value> + 'a {
         let children = self.children_json();
-        self.children
+        self.child_list()
             .iter()
             .zip(children)
             .filter(move |(child, _)| child.is(kind))
@@ -237,16 +314,132 @@ impl WorldView {
     /// # }
     /// ```
     pub fn children_as<T: DeserializeOwned>(&self, kind: &Gvk) -> Result<Vec<T>, Error> {
-        self.children
+        self.child_list()
             .iter()
-            .filter(|child| child.is(kind))
-            .map(|child| {
-                serde_json::from_str(&child.text).map_err(|error| {
-                    let name = child.name().unwrap_or("?");
-                    Error::from_json(&error).context(format_args!("reading child {kind} {name}"))
-                })
-            })
+            .enumerate()
+            .filter(|(_, child)| child.is(kind))
+            .map(|(index, child)| self.read_child(index, child, kind))
             .collect()
+    }
+
+    /// The observed children of `kind`, each with whether it *contains* `expected` (a serialisable object): every
+    /// field of `expected` is in the child with an equal value, objects compared field by field and arrays element
+    /// by element. Fields the child has beyond `expected` do not count, as under server-side apply they may belong
+    /// to other field managers.
+    ///
+    /// This is how a plugin tells which children already are as desired without reading them: with a contract 0.3
+    /// plugin the host compares its own copies and hands over nothing but the names. Read a child whole, when
+    /// needed, with [`child_as`](Self::child_as).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use wasm_reconciler_sdk::{Gvk, WorldView};
+    ///
+    /// # fn main() -> Result<(), wasm_reconciler_sdk::Error> {
+    /// let view = WorldView::new(json!({"metadata": {"name": "web"}})).with_children([
+    ///     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web-0"}, "data": {"a": "1", "b": "2"}}),
+    ///     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web-1"}, "data": {"a": "0"}}),
+    /// ]);
+    /// let observed = view.children_containing(&Gvk::new("", "v1", "ConfigMap"), &json!({"data": {"a": "1"}}))?;
+    /// assert_eq!((observed[0].name.as_str(), observed[0].contains), ("web-0", true));
+    /// assert_eq!((observed[1].name.as_str(), observed[1].contains), ("web-1", false));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn children_containing(
+        &self,
+        kind: &Gvk,
+        expected: &(impl Serialize + ?Sized),
+    ) -> Result<Vec<ObservedChild>, Error> {
+        let expected =
+            serde_json::to_string(expected).map_err(|error| Error::from(error).context("expected object"))?;
+        if !expected.starts_with('{') {
+            return Err(Error::msg(format_args!(
+                "expected object: must be a JSON object, got {expected}"
+            )));
+        }
+        let contains: Vec<bool> = match &self.lent {
+            Some(Lent(lent)) => {
+                let summaries = lent.summaries(Some(&expected)).map_err(Error::msg)?;
+                let contains = summaries.iter().map(|summary| summary.contains).collect();
+                // The summaries name every child: no second trip for the heads.
+                let _ = self
+                    .children
+                    .set(summaries.into_iter().map(Child::of_summary).collect());
+                contains
+            }
+            None => {
+                let expected = wasm_reconciler_contract::json::Expected::parse(&expected)?;
+                self.child_list()
+                    .iter()
+                    .enumerate()
+                    .map(|(index, child)| {
+                        if !child.is(kind) {
+                            return Ok(false);
+                        }
+                        wasm_reconciler_contract::json::summarize(self.text_of(index, child), Some(&expected))
+                            .map(|summary| summary.contains)
+                            .map_err(|error| {
+                                let name = child.name().unwrap_or("?");
+                                Error::from_json(&error).context(format_args!("reading child {kind} {name}"))
+                            })
+                    })
+                    .collect::<Result<_, Error>>()?
+            }
+        };
+        Ok(self
+            .child_list()
+            .iter()
+            .zip(contains)
+            .enumerate()
+            .filter(|(_, (child, _))| child.is(kind))
+            .map(|(index, (child, contains))| ObservedChild {
+                name: child.name().unwrap_or_default().to_owned(),
+                contains,
+                index,
+            })
+            .collect())
+    }
+
+    /// One child of [`children_containing`](Self::children_containing), read whole as your type.
+    pub fn child_as<T: DeserializeOwned>(&self, child: &ObservedChild) -> Result<T, Error> {
+        let observed = self
+            .child_list()
+            .get(child.index)
+            .ok_or_else(|| Error::msg(format_args!("no observed child {}", child.name)))?;
+        let kind = observed.head.kind.as_deref().unwrap_or("?");
+        serde_json::from_str(self.text_of(child.index, observed))
+            .map_err(|error| Error::from_json(&error).context(format_args!("reading child {kind} {}", child.name)))
+    }
+
+    fn read_child<T: DeserializeOwned>(&self, index: usize, child: &Child, kind: &Gvk) -> Result<T, Error> {
+        serde_json::from_str(self.text_of(index, child)).map_err(|error| {
+            let name = child.name().unwrap_or("?");
+            Error::from_json(&error).context(format_args!("reading child {kind} {name}"))
+        })
+    }
+
+    /// The children, their identities read from the host on first use when the view is lent.
+    fn child_list(&self) -> &[Child] {
+        self.children.get_or_init(|| match &self.lent {
+            Some(Lent(lent)) => lent
+                .summaries(None)
+                .unwrap_or_default()
+                .into_iter()
+                .map(Child::of_summary)
+                .collect(),
+            None => Vec::new(),
+        })
+    }
+
+    /// The text of child `index`, handed over on first use when the view is lent.
+    fn text_of<'a>(&'a self, index: usize, child: &'a Child) -> &'a str {
+        child.text.get_or_init(|| {
+            self.lent
+                .as_ref()
+                .and_then(|Lent(lent)| lent.child(index))
+                .unwrap_or_default()
+        })
     }
 
     /// The plugin configuration as your type; the configuration is `{}` when none is set, so give optional
@@ -304,7 +497,8 @@ impl WorldView {
         Ok(Self {
             primary,
             metadata,
-            children,
+            children: OnceCell::from(children),
+            lent: None,
             config,
             deleting,
             attempt,
@@ -312,6 +506,21 @@ impl WorldView {
             children_json: OnceCell::new(),
             config_json: OnceCell::new(),
         })
+    }
+
+    /// A view the host lends (contract 0.3): the primary and configuration handed over, the children read from
+    /// `lent` when the plugin asks.
+    pub(crate) fn from_lent(
+        primary: String,
+        lent: Rc<dyn LentChildren>,
+        config: String,
+        deleting: bool,
+        attempt: u32,
+    ) -> Result<Self, Error> {
+        let mut view = Self::from_texts(primary, Vec::new(), config, deleting, attempt)?;
+        view.children = OnceCell::new();
+        view.lent = Some(Lent(lent));
+        Ok(view)
     }
 }
 
@@ -340,6 +549,77 @@ mod tests {
 
     fn config_map(name: &str) -> Value {
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}})
+    }
+
+    #[test]
+    fn children_containing_reads_texts_without_a_host() {
+        let view = WorldView::new(widget()).with_children([
+            config_map("a"),
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}, "data": {"k": "w"}}),
+        ]);
+        let kind = Gvk::new("", "v1", "ConfigMap");
+        let observed = view.children_containing(&kind, &json!({"data": {"k": "v"}})).unwrap();
+        let summary: Vec<(&str, bool)> = observed
+            .iter()
+            .map(|child| (child.name.as_str(), child.contains))
+            .collect();
+        assert_eq!(summary, [("a", true), ("b", false)]);
+        let b: ConfigMap = view.child_as(&observed[1]).unwrap();
+        assert_eq!(b.data.unwrap()["k"], "w");
+        assert_eq!(
+            view.children_containing(&kind, &json!([1])).unwrap_err().to_string(),
+            "expected object: must be a JSON object, got [1]"
+        );
+    }
+
+    /// A host that lends two ConfigMaps and counts what it is asked.
+    struct Lender {
+        texts: Vec<String>,
+        asked: std::cell::RefCell<Vec<String>>,
+    }
+
+    impl LentChildren for Lender {
+        fn child(&self, index: usize) -> Option<String> {
+            self.asked.borrow_mut().push(format!("child {index}"));
+            self.texts.get(index).cloned()
+        }
+
+        fn summaries(&self, expected: Option<&str>) -> Result<Vec<ChildSummary>, String> {
+            self.asked
+                .borrow_mut()
+                .push(format!("summaries {}", expected.is_some()));
+            let expected = expected
+                .map(wasm_reconciler_contract::json::Expected::parse)
+                .transpose()
+                .map_err(|error| error.to_string())?;
+            self.texts
+                .iter()
+                .map(|text| {
+                    wasm_reconciler_contract::json::summarize(text, expected.as_ref()).map_err(|e| e.to_string())
+                })
+                .collect()
+        }
+    }
+
+    #[test]
+    fn a_lent_view_hands_over_only_what_is_read() {
+        let lender = Rc::new(Lender {
+            texts: vec![config_map("a").to_string(), config_map("b").to_string()],
+            asked: Default::default(),
+        });
+        let view = WorldView::from_lent(widget().to_string(), lender.clone(), "{}".into(), false, 0).unwrap();
+        let kind = Gvk::new("", "v1", "ConfigMap");
+        let observed = view.children_containing(&kind, &json!({"data": {"k": "v"}})).unwrap();
+        assert!(observed.iter().all(|child| child.contains));
+        let b: ConfigMap = view.child_as(&observed[1]).unwrap();
+        assert_eq!(b.metadata.name.as_deref(), Some("b"));
+        // One comparison, one child read whole; the first child never crossed.
+        assert_eq!(*lender.asked.borrow(), ["summaries true", "child 1"]);
+        // Typed reads of all children still work, reading the rest on first use.
+        assert_eq!(view.children::<ConfigMap>().unwrap().len(), 2);
+        assert_eq!(*lender.asked.borrow(), ["summaries true", "child 1", "child 0"]);
+        assert_eq!(view.name(), "w");
     }
 
     #[derive(Debug, Deserialize)]

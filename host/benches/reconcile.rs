@@ -31,7 +31,25 @@ mod contract_bindings {
     });
 }
 
+/// Bindings of contract 0.3, sharing the 0.1 records and `host` with [`contract_bindings`]; its lent view is a
+/// [`BenchView`].
+mod contract_bindings_v0_3 {
+    wasmtime::component::bindgen!({
+        path: ["../wit", "../wit/v0.2", "../wit/v0.3"],
+        world: "wasm-reconciler:plugin/reconciler@0.3.0",
+        imports: { default: trappable },
+        with: {
+            "wasm-reconciler:plugin/types@0.1.0": super::contract_bindings::wasm_reconciler::plugin::types,
+            "wasm-reconciler:plugin/host@0.1.0": super::contract_bindings::wasm_reconciler::plugin::host,
+            "wasm-reconciler:plugin/view@0.3.0.world-view": super::BenchView,
+        },
+    });
+}
+
 use contract_bindings::wasm_reconciler::plugin::{host, types};
+use contract_bindings_v0_3::exports::wasm_reconciler::plugin0_3_0::controller as controller_v0_3;
+use contract_bindings_v0_3::wasm_reconciler::plugin0_2_0::variables;
+use contract_bindings_v0_3::wasm_reconciler::plugin0_3_0::view;
 
 /// Child ConfigMaps in the world view.
 const CHILDREN: usize = 10;
@@ -78,15 +96,32 @@ fn main() -> anyhow::Result<()> {
 
     let engine = PluginEngine::new(None)?;
     let wasm = wasm_reconciler_artifacts::read(wasm_reconciler_artifacts::CONFIGMAPSET);
+    let wasm_v0_1 = wasm_reconciler_artifacts::read(wasm_reconciler_artifacts::CONFIGMAPSET_V0_1);
     let load_started = Instant::now();
     let plugin = engine.load("configmapset", &wasm, Limits::default())?;
     let load_time = load_started.elapsed();
+    ensure!(
+        plugin.wit_version() == "0.3.0",
+        "configmapset is built against {}",
+        plugin.wit_version()
+    );
+    let plugin_v0_1 = engine.load("configmapset-v0-1", &wasm_v0_1, Limits::default())?;
+    ensure!(
+        plugin_v0_1.wit_version() == "0.1.0",
+        "the 0.1 build is built against {}",
+        plugin_v0_1.wit_version()
+    );
     let native = NativePlugin::new::<ConfigMapSetReconciler>(Limits::default());
 
     check_same_outcome(&plugin, &native, &view, &reader)?;
+    check_same_outcome(&plugin_v0_1, &native, &view, &reader)?;
 
-    let paths = measure_paths(&plugin, &native, &view, &reader)?;
-    let replay = Replay::new(&engine, &wasm).map_err(|e| anyhow::anyhow!("preparing the replay: {e:?}"))?;
+    let paths = measure_paths(&plugin, &plugin_v0_1, &native, &view, &reader)?;
+    let replay_v0_3 =
+        ReplayV0_3::new(&engine, &wasm).map_err(|e| anyhow::anyhow!("preparing the 0.3 replay: {e:?}"))?;
+    let phases_v0_3 =
+        measure_phases_v0_3(&replay_v0_3, &view).map_err(|e| anyhow::anyhow!("0.3 phase benchmark: {e:?}"))?;
+    let replay = Replay::new(&engine, &wasm_v0_1).map_err(|e| anyhow::anyhow!("preparing the replay: {e:?}"))?;
     let phases = measure_phases(&replay, &view).map_err(|e| anyhow::anyhow!("phase benchmark: {e:?}"))?;
     let floor = floor_steps(&engine, &view)
         .and_then(|steps| measure_floor(&steps))
@@ -99,6 +134,7 @@ fn main() -> anyhow::Result<()> {
         view_bytes,
         load_time,
         paths,
+        phases_v0_3,
         phases,
         floor,
         sizes,
@@ -214,6 +250,8 @@ fn check_same_outcome(
 
 struct PathTimes {
     wasm: Samples,
+    /// The same logic built against contract 0.1.
+    wasm_v0_1: Samples,
     native: Samples,
     /// Per round, the wasm p50 over the native p50 of the calls just before or after: load from elsewhere on the
     /// machine shifts both paths of a round alike, so the median of these is steadier than the ratio of the
@@ -223,17 +261,21 @@ struct PathTimes {
 
 fn measure_paths(
     plugin: &Plugin,
+    plugin_v0_1: &Plugin,
     native: &NativePlugin,
     view: &WorldView,
     reader: &Arc<dyn ClusterReader>,
 ) -> anyhow::Result<PathTimes> {
     let call_wasm = || plugin.reconcile(view.clone(), reader.clone()).map(drop);
+    let call_wasm_v0_1 = || plugin_v0_1.reconcile(view.clone(), reader.clone()).map(drop);
     let call_native = || native.reconcile(view.clone(), reader.clone()).map(drop);
     for _ in 0..WARMUP_CALLS {
         call_wasm()?;
+        call_wasm_v0_1()?;
         call_native()?;
     }
     let mut wasm = Vec::with_capacity(ROUNDS * CALLS_PER_ROUND);
+    let mut wasm_v0_1 = Vec::with_capacity(ROUNDS * CALLS_PER_ROUND);
     let mut natively = Vec::with_capacity(ROUNDS * CALLS_PER_ROUND);
     let mut round_ratios = Vec::with_capacity(ROUNDS);
     for _ in 0..ROUNDS {
@@ -246,6 +288,11 @@ fn measure_paths(
         }
         for _ in 0..CALLS_PER_ROUND {
             let start = Instant::now();
+            call_wasm_v0_1()?;
+            wasm_v0_1.push(start.elapsed());
+        }
+        for _ in 0..CALLS_PER_ROUND {
+            let start = Instant::now();
             call_native()?;
             round_native.push(start.elapsed());
         }
@@ -255,6 +302,7 @@ fn measure_paths(
     }
     Ok(PathTimes {
         wasm: Samples::new(wasm),
+        wasm_v0_1: Samples::new(wasm_v0_1),
         native: Samples::new(natively),
         round_ratios: Samples::new(round_ratios),
     })
@@ -269,6 +317,8 @@ struct PhaseState {
     wasi: WasiCtx,
     table: ResourceTable,
     entries: Arc<ChildEntries>,
+    /// Time the lent view's `children` took in this call (contract 0.3): the host comparing children.
+    compare: Duration,
 }
 
 /// Children the host holds, parsed once, by name: what `host.get` of `<child>/<section>/<key>` answers from
@@ -408,6 +458,7 @@ impl Replay {
             wasi: WasiCtx::builder().allow_ip_name_lookup(false).build(),
             table: ResourceTable::new(),
             entries: self.entries.clone(),
+            compare: Duration::ZERO,
         };
         let mut store = Store::new(&self.engine, state);
         store.set_epoch_deadline(PHASE_DEADLINE_TICKS);
@@ -466,6 +517,208 @@ fn wire_view(view: &WorldView) -> types::WorldView {
     }
 }
 
+/// The view a contract 0.3 replay lends, as the host's `LentView` does.
+#[derive(Debug)]
+pub struct BenchView(WorldView);
+
+impl view::Host for PhaseState {}
+
+impl view::HostWorldView for PhaseState {
+    fn primary(&mut self, lent: wasmtime::component::Resource<BenchView>) -> wasmtime::Result<String> {
+        Ok(self.table.get(&lent)?.0.primary.clone())
+    }
+
+    fn config(&mut self, lent: wasmtime::component::Resource<BenchView>) -> wasmtime::Result<String> {
+        Ok(self.table.get(&lent)?.0.config.clone())
+    }
+
+    fn deleting(&mut self, lent: wasmtime::component::Resource<BenchView>) -> wasmtime::Result<bool> {
+        Ok(self.table.get(&lent)?.0.deleting)
+    }
+
+    fn attempt(&mut self, lent: wasmtime::component::Resource<BenchView>) -> wasmtime::Result<u32> {
+        Ok(self.table.get(&lent)?.0.attempt)
+    }
+
+    fn children(
+        &mut self,
+        lent: wasmtime::component::Resource<BenchView>,
+        expected: Option<String>,
+    ) -> wasmtime::Result<Result<Vec<view::ChildSummary>, String>> {
+        let start = Instant::now();
+        let expected = match expected
+            .as_deref()
+            .map(wasm_reconciler_contract::json::Expected::parse)
+            .transpose()
+        {
+            Ok(expected) => expected,
+            Err(error) => return Ok(Err(error.to_string())),
+        };
+        let expected = expected.as_ref();
+        let summaries = self
+            .table
+            .get(&lent)?
+            .0
+            .children
+            .iter()
+            .map(|text| {
+                wasm_reconciler_contract::json::summarize(text, expected).map(|summary| view::ChildSummary {
+                    api_version: summary.api_version,
+                    kind: summary.kind,
+                    name: summary.name,
+                    contains: summary.contains,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| error.to_string());
+        self.compare += start.elapsed();
+        Ok(summaries)
+    }
+
+    fn child(
+        &mut self,
+        lent: wasmtime::component::Resource<BenchView>,
+        index: u32,
+    ) -> wasmtime::Result<Option<String>> {
+        Ok(self.table.get(&lent)?.0.children.get(index as usize).cloned())
+    }
+
+    fn drop(&mut self, lent: wasmtime::component::Resource<BenchView>) -> wasmtime::Result<()> {
+        self.table.delete(lent)?;
+        Ok(())
+    }
+}
+
+impl variables::Host for PhaseState {
+    fn get(&mut self, name: String) -> wasmtime::Result<Result<String, String>> {
+        Ok(Err(format!("no variable {name} in the bench")))
+    }
+}
+
+struct PhaseTimesV0_3 {
+    lend: Samples,
+    store: Samples,
+    instantiate: Samples,
+    call: Samples,
+    compare: Samples,
+    decode: Samples,
+    total: Samples,
+}
+
+/// A contract 0.3 component prepared for calls replayed step by step.
+struct ReplayV0_3 {
+    engine: wasmtime::Engine,
+    pre: contract_bindings_v0_3::ReconcilerPre<PhaseState>,
+}
+
+impl ReplayV0_3 {
+    fn new(engine: &PluginEngine, wasm: &[u8]) -> wasmtime::Result<Self> {
+        let engine = engine.engine().clone();
+        let component = wasmtime::component::Component::new(&engine, wasm)?;
+        let mut linker: Linker<PhaseState> = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        contract_bindings_v0_3::Reconciler::add_to_linker::<PhaseState, wasmtime::component::HasSelf<PhaseState>>(
+            &mut linker,
+            |state| state,
+        )?;
+        let pre = contract_bindings_v0_3::ReconcilerPre::new(linker.instantiate_pre(&component)?)?;
+        Ok(Self { engine, pre })
+    }
+
+    /// One call: the times of lending the view, new store, instantiate, call (and within it, the host comparing
+    /// children) and decode.
+    fn call(&self, view: &WorldView) -> wasmtime::Result<[Duration; 6]> {
+        let t0 = Instant::now();
+        let lent = BenchView(view.clone());
+        let t1 = Instant::now();
+        let mut store = Store::new(
+            &self.engine,
+            PhaseState {
+                wasi: WasiCtx::builder().allow_ip_name_lookup(false).build(),
+                table: ResourceTable::new(),
+                entries: Arc::default(),
+                compare: Duration::ZERO,
+            },
+        );
+        store.set_epoch_deadline(PHASE_DEADLINE_TICKS);
+        store.epoch_deadline_trap();
+        let t2 = Instant::now();
+        let bindings = self.pre.instantiate(&mut store)?;
+        let t3 = Instant::now();
+        let lent = store.data_mut().table.push(lent)?;
+        let borrowed = wasmtime::component::Resource::<BenchView>::new_borrow(lent.rep());
+        let answer = bindings
+            .wasm_reconciler_plugin0_3_0_controller()
+            .call_reconcile(&mut store, borrowed)?
+            .map_err(|message| wasmtime::format_err!("plugin error: {message}"))?;
+        store.data_mut().table.delete(lent)?;
+        let t4 = Instant::now();
+        std::hint::black_box(decode_v0_3(answer)?);
+        let t5 = Instant::now();
+        let compare = store.data().compare;
+        drop(store);
+        Ok([t1 - t0, t2 - t1, t3 - t2, t4 - t3, compare, t5 - t4])
+    }
+}
+
+/// What the host's decode of a 0.3 outcome does: bases parsed once, each patched child a copy of its base with its
+/// patch applied, the status parsed.
+fn decode_v0_3(answer: controller_v0_3::Outcome) -> wasmtime::Result<(Vec<Value>, Option<Value>)> {
+    let bases = answer
+        .bases
+        .iter()
+        .map(|text| serde_json::from_str::<Value>(text))
+        .collect::<Result<Vec<_>, _>>()?;
+    let children = answer
+        .children
+        .iter()
+        .flatten()
+        .map(|child| match child {
+            controller_v0_3::Child::Object(text) => Ok(serde_json::from_str::<Value>(text)?),
+            controller_v0_3::Child::Patched(patched) => {
+                let mut child = bases
+                    .get(patched.base as usize)
+                    .ok_or_else(|| wasmtime::format_err!("no base {}", patched.base))?
+                    .clone();
+                wasm_reconciler_contract::json::merge_patch(&mut child, &serde_json::from_str(&patched.merge_patch)?);
+                Ok(child)
+            }
+        })
+        .collect::<wasmtime::Result<Vec<_>>>()?;
+    wasmtime::ensure!(children.len() == CHILDREN, "expected {CHILDREN} children");
+    let status = answer
+        .status
+        .as_deref()
+        .map(serde_json::from_str::<Value>)
+        .transpose()?;
+    Ok((children, status))
+}
+
+fn measure_phases_v0_3(replay: &ReplayV0_3, view: &WorldView) -> wasmtime::Result<PhaseTimesV0_3> {
+    for _ in 0..WARMUP_CALLS {
+        replay.call(view)?;
+    }
+    let mut phases: [Vec<Duration>; 6] = Default::default();
+    let mut totals = Vec::with_capacity(PHASE_CALLS);
+    for _ in 0..PHASE_CALLS {
+        let [lend, store, instantiate, call, compare, decode] = replay.call(view)?;
+        totals.push(lend + store + instantiate + call + decode);
+        for (phase, time) in phases.iter_mut().zip([lend, store, instantiate, call, compare, decode]) {
+            phase.push(time);
+        }
+    }
+    let [lend, store, instantiate, call, compare, decode] = phases.map(Samples::new);
+    Ok(PhaseTimesV0_3 {
+        lend,
+        store,
+        instantiate,
+        call,
+        compare,
+        decode,
+        total: Samples::new(totals),
+    })
+}
+
 fn measure_phases(replay: &Replay, view: &WorldView) -> wasmtime::Result<PhaseTimes> {
     for _ in 0..WARMUP_CALLS {
         replay.call(view)?;
@@ -521,7 +774,7 @@ const FETCHED_PER_CHILD: u64 = 5;
 fn floor_steps(engine: &PluginEngine, view: &WorldView) -> wasmtime::Result<(Vec<FloorStep>, Vec<FloorStep>)> {
     use test_guest_floor::Floor;
     let floor = wasm_reconciler_artifacts::read(wasm_reconciler_artifacts::FLOOR);
-    let configmapset = wasm_reconciler_artifacts::read(wasm_reconciler_artifacts::CONFIGMAPSET);
+    let configmapset = wasm_reconciler_artifacts::read(wasm_reconciler_artifacts::CONFIGMAPSET_V0_1);
     let with_work = |view: &WorldView, work: &str| WorldView {
         config: json!({ "work": work }).to_string(),
         ..view.clone()
@@ -562,7 +815,7 @@ fn floor_steps(engine: &PluginEngine, view: &WorldView) -> wasmtime::Result<(Vec
         )?,
         FloorStep {
             adds: "the rest of configmapset: compare with the template, build from it, status, conditions",
-            how: "configmapset, full view",
+            how: "configmapset built against 0.1, full view",
             view: view.clone(),
             replay: Replay::new(engine, &configmapset)?,
             native: Some(wasm_reconciler_sdk::native::reconcile::<ConfigMapSetReconciler>),
@@ -763,6 +1016,7 @@ struct Report {
     view_bytes: usize,
     load_time: Duration,
     paths: PathTimes,
+    phases_v0_3: PhaseTimesV0_3,
     phases: PhaseTimes,
     floor: FloorTimes,
     sizes: Vec<ComponentSize>,
@@ -777,6 +1031,7 @@ impl Report {
     fn markdown(&self) -> String {
         let PathTimes {
             wasm,
+            wasm_v0_1,
             native,
             round_ratios,
         } = &self.paths;
@@ -821,17 +1076,21 @@ impl Report {
         let _ = writeln!(
             out,
             "One `reconcile` of the steady-state view (all ten children present and matching; the outcome carries \
-             the ten desired children, status, two conditions). The wasm path is `Plugin::reconcile`: encode the \
-             view, fresh store with limits, instantiate, call, decode and check the outcome. The native path is \
-             `NativePlugin::reconcile`: the same `configmapset` logic compiled into the host, through the same \
-             encode and decode.\n"
+             the ten desired children, status, two conditions). The wasm path is `Plugin::reconcile`: fresh store \
+             with limits, instantiate, call, decode and check the outcome. `configmapset` is built against contract \
+             0.3: the host lends it the view, answers which children contain the template without handing them \
+             over, and gets the ten replicas back as one base and a name each. The same logic built against \
+             contract 0.1 (`test-guests/configmapset-v0-1`) gets every child whole and writes every replica whole. \
+             The native path is `NativePlugin::reconcile`: the same logic compiled into the host, given the view's \
+             texts and answering whole texts, through the same decode.\n"
         );
         let _ = writeln!(
             out,
             "| path | p50 µs | p99 µs | mean µs | min µs |\n|---|---:|---:|---:|---:|"
         );
         for (name, samples) in [
-            ("wasm (`Plugin::reconcile`)", wasm),
+            ("wasm, contract 0.3 (`Plugin::reconcile`)", wasm),
+            ("wasm, the same logic built against contract 0.1", wasm_v0_1),
             ("native (`NativePlugin::reconcile`)", native),
         ] {
             let _ = writeln!(
@@ -845,20 +1104,64 @@ impl Report {
         }
         let _ = writeln!(
             out,
-            "\nwasm/native: **{ratio:.2}×**, the median over the {} rounds of the round's wasm p50 over its native p50 \
-             (rounds ranged {:.2}× to {:.2}×; the ratio of the overall p50s above is {:.2}×).\n",
+            "\nContract 0.3 against 0.1: **{:.2}×** the p50 time. wasm (0.3)/native: **{ratio:.2}×**, the median over \
+             the {} rounds of the round's wasm p50 over its native p50 (rounds ranged {:.2}× to {:.2}×; the ratio \
+             of the overall p50s above is {:.2}×).\n",
+            wasm.p50() / wasm_v0_1.p50(),
             round_ratios.len(),
             round_ratios.min(),
             round_ratios.max(),
             wasm.p50() / native.p50()
         );
 
-        let phases = &self.phases;
-        let _ = writeln!(out, "## Where the time goes in a wasm call\n");
+        let phases = &self.phases_v0_3;
+        let _ = writeln!(out, "## Where the time goes in a contract 0.3 call\n");
         let _ = writeln!(
             out,
             "The same call replayed step by step on the same engine and component, with bindings generated in the \
              bench ({} calls; its store has no memory limiter or output capture, which cost little).\n",
+            phases.total.len()
+        );
+        let _ = writeln!(
+            out,
+            "| phase | p50 µs | mean µs | share of mean |\n|---|---:|---:|---:|"
+        );
+        let total_mean = phases.total.mean();
+        for (name, samples) in [
+            (
+                "lend the view (its texts moved into the call's resource table)",
+                &phases.lend,
+            ),
+            ("new store (WASI context, epoch deadline)", &phases.store),
+            ("instantiate (`InstancePre::instantiate`)", &phases.instantiate),
+            ("call `reconcile` (guest logic, host calls, copy out)", &phases.call),
+            (
+                "— of which the host comparing the ten children with the template",
+                &phases.compare,
+            ),
+            (
+                "decode (parse the base, copy and patch it per child, parse the status)",
+                &phases.decode,
+            ),
+            ("total", &phases.total),
+        ] {
+            let _ = writeln!(
+                out,
+                "| {name} | {:.1} | {:.1} | {:.0}% |",
+                samples.p50(),
+                samples.mean(),
+                100.0 * samples.mean() / total_mean
+            );
+        }
+
+        let phases = &self.phases;
+        let _ = writeln!(
+            out,
+            "\n## Where the time goes in a contract 0.1 call (the same logic)\n"
+        );
+        let _ = writeln!(
+            out,
+            "`test-guests/configmapset-v0-1` replayed the same way ({} calls).\n",
             phases.total.len()
         );
         let _ = writeln!(
@@ -934,13 +1237,15 @@ impl Report {
              allocator that keeps up to 4 MiB of each memory slot resident and, where the kernel has the \
              `PAGEMAP_SCAN` ioctl (Linux 6.7+), resets only the pages a call wrote, so a fresh instance per call \
              neither maps, faults in nor clears its whole linear memory.\n\
-             - The guest reads the view lazily (the SDK deserialises each text straight into the plugin's types, \
-             and reads only the head of each child to know its kind) and serialises each desired child once. \
-             What is left is the work itself (the floor section above): the view's ~20 KB of JSON parsed once, \
-             the ten children's ~19 KB serialised once, and the data compared with the template, in wasm code \
-             without SIMD whose `memcmp` compares byte by byte and whose small copies into a growing buffer are \
-             each a `memory.copy` call into the runtime. Writing JSON is the part furthest from its native cost \
-             (the floor section). The host's decode parses the ten children into the JSON trees it applies.\n\
+             - Contract 0.3 takes out most of what a 0.1 call spends (the 0.1 table and the floor section): the \
+             guest no longer parses the ten children, since the host answers which of them contain the template \
+             (comparing text wherever a child writes a part exactly as the template does, as serde_json writes \
+             sorted maps alike), and it writes the template once instead of ten replicas, which the host decodes \
+             once and copies per child. What is left (the 0.3 table): the host scanning the children's ~18 KB of \
+             JSON once to compare them, the guest reading the spec and writing the template, status and \
+             conditions, a fresh store and instance, and the decode into the ten JSON trees the host applies, \
+             which is mostly allocating them (and, once applied, freeing them). `Plugin::reconcile` also builds \
+             the call's WASI, HTTP and output-capture context, which the replay leaves out.\n\
              - p99 and the mean are sensitive to other load on the machine: compare the load average above with \
              the core count. The min and the per-round wasm/native ratio are the steadier figures."
         );
@@ -955,11 +1260,12 @@ impl Report {
         let fixed = self.floor.fixed.p50();
         let decode = self.floor.decode.p50();
         let steps = &self.floor.steps;
-        let _ = writeln!(out, "\n## Where the floor is\n");
+        let _ = writeln!(out, "\n## Where the floor of a contract 0.1 call is\n");
         let _ = writeln!(
             out,
-            "Each step is a guest that goes one part further into `configmapset`'s work (`test-guests/floor`, built \
-             with the SDK like the example plugins, then `configmapset` itself), timed in the same run: the wasm \
+            "The measurements that shaped contract 0.3. Each step is a guest that goes one part further into \
+             `configmapset`'s work under contract 0.1 (`test-guests/floor`, built with the SDK like the example \
+             plugins, then `configmapset` built against 0.1), timed in the same run: the wasm \
              column is the call phase of the replay above (copy in, guest, copy out); the native column is the \
              same guest code linked into the bench and called through the SDK's entry point, without the host's \
              encode and decode. {FLOOR_ROUNDS} rounds of {FLOOR_CALLS_PER_ROUND} calls per step and path; p50s, \
@@ -1013,7 +1319,8 @@ impl Report {
         );
         let _ = writeln!(
             out,
-            "What a different contract would leave, as sums of the parts above (p50 µs; the faster fetch step \
+            "What a different contract would leave, as sums of the parts above (the estimate contract 0.3 was \
+             designed from; its measured call is in the tables at the top) (p50 µs; the faster fetch step \
              stands for a view the guest reads through host calls, children by reference for an outcome naming children \
              unchanged since they were last applied rather than carrying them):\n"
         );

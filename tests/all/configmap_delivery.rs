@@ -302,7 +302,7 @@ fn bad_versions() -> anyhow::Result<Vec<BadVersion>> {
         BadVersion {
             what: "a future contract version",
             config_map: future_wit,
-            cause: "wasm-reconciler:plugin@0.3.0",
+            cause: "wasm-reconciler:plugin@0.4.0",
         },
         BadVersion {
             what: "broken settings",

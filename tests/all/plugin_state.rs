@@ -113,7 +113,7 @@ async fn kubectl_get_wasmplugins_shows_what_each_plugin_is_doing() -> anyhow::Re
     let row = wait_row(&cluster, "configmapset", "Ready", |row| row["READY"] == "True").await;
     assert_eq!(row["REASON"], "Serving");
     assert_eq!(row["DIGEST"], digest[..12]);
-    assert_eq!(row["CONTRACT"], "0.1.0");
+    assert_eq!(row["CONTRACT"], "0.3.0");
     assert_eq!(row["OBJECTS"], "0");
     let status = &wasmplugin(&cluster, "configmapset")["status"];
     assert_eq!(row["REFUSED"], "", "no refusal: {status}");

@@ -164,21 +164,8 @@ pub fn prepare_children(
 }
 
 /// True when every field of `desired` already has the same value in `observed`: applying it would change
-/// nothing the host manages. Lists must match exactly.
-pub fn is_subset(desired: &Value, observed: &Value) -> bool {
-    match (desired, observed) {
-        (Value::Object(desired), Value::Object(observed)) => desired.iter().all(|(key, value)| {
-            observed
-                .get(key)
-                .is_some_and(|observed_value| is_subset(value, observed_value))
-        }),
-        (Value::Array(desired), Value::Array(observed)) => {
-            desired.len() == observed.len() && desired.iter().zip(observed).all(|(d, o)| is_subset(d, o))
-        }
-        (Value::Number(desired), Value::Number(observed)) => desired.as_f64() == observed.as_f64(),
-        _ => desired == observed,
-    }
-}
+/// nothing the host manages. Lists must match exactly. The rule a contract 0.3 view's `children` answers by.
+pub use wasm_reconciler_contract::json::is_subset;
 
 #[cfg(test)]
 mod tests {

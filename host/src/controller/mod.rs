@@ -83,11 +83,14 @@ impl Version {
     }
 
     /// Whether a call may be skipped when it would be given what the last successful one was: the logic is a pure
-    /// function of its view, reads and configuration (contract 0.1, native). A contract 0.2 plugin acts outside the
-    /// cluster and reads variables, so it is always called.
+    /// function of its view, reads and configuration (a component importing neither outbound HTTP nor variables, or
+    /// native logic). A plugin that imports either acts outside the cluster or reads Secrets, so it is always called.
     fn skippable(&self) -> bool {
         match &self.logic {
-            Logic::Wasm(plugin) => !plugin.contract().grants_outbound(),
+            Logic::Wasm(plugin) => {
+                let capabilities = plugin.capabilities();
+                !capabilities.outbound_http && !capabilities.variables
+            }
             Logic::Native(_) => true,
         }
     }

@@ -11,6 +11,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 use super::engine::PluginEngine;
 use super::grants::Grants;
 use super::host_api::{ClusterReader, MAX_LOG_LINES};
+use super::instance::Answer;
 use super::limits::{Limits, MemoryLimiter};
 use super::load::Plugin;
 use super::outbound::{IoBudgetExhausted, IoClock, OutboundHooks};
@@ -94,6 +95,16 @@ impl CallState {
     /// The call's I/O clock.
     pub(crate) fn io_clock(&self) -> &IoClock {
         &self.io
+    }
+
+    /// The call's resource table.
+    pub(crate) fn table(&self) -> &ResourceTable {
+        &self.table
+    }
+
+    /// The call's resource table, to change.
+    pub(crate) fn table_mut(&mut self) -> &mut ResourceTable {
+        &mut self.table
     }
 
     /// The resource table with the clock its blocking calls are measured by.
@@ -246,7 +257,6 @@ impl Plugin {
     /// reads and outbound requests are spans under it.
     pub fn reconcile(&self, view: WorldView, reader: Arc<dyn ClusterReader>) -> Result<Outcome, ReconcileError> {
         let started = Instant::now();
-        let view = types::world_view(view);
         // Made in the caller's span, which the store keeps for the log lines of outbound requests.
         let mut store = new_store(
             &self.engine,
@@ -267,7 +277,7 @@ impl Plugin {
                 .instantiate(&mut store)
                 .map_err(ReconcileError::Instantiate)
                 .and_then(|instance| {
-                    instance.call_reconcile(&mut store, &view).map_err(|error| {
+                    instance.call_reconcile(&mut store, view).map_err(|error| {
                         let stderr = drain_output(store.data());
                         classify(error, store.data(), &stderr, &self.limits)
                     })
@@ -288,7 +298,11 @@ impl Plugin {
         let result = match result {
             Ok(Ok(answer)) => {
                 drain_output(store.data());
-                outcome::decode(types::outcome(answer), &self.limits).map_err(ReconcileError::InvalidOutcome)
+                match answer {
+                    Answer::Whole(answer) => outcome::decode(types::outcome(answer), &self.limits),
+                    Answer::Patched(answer) => outcome::decode_patched(answer, &self.limits),
+                }
+                .map_err(ReconcileError::InvalidOutcome)
             }
             Ok(Err(message)) => {
                 drain_output(store.data());

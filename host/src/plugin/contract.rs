@@ -3,7 +3,7 @@
 //!
 //! The rule (see `wit/v0.2/reconciler.wit`): the package version is the contract version; a host serves every
 //! plugin of a major version it supports (for 0.x, of a minor version it supports) and refuses others with a
-//! message naming the version found and the versions served. This host serves 0.1.x and 0.2.x.
+//! message naming the version found and the versions served. This host serves 0.1.x, 0.2.x and 0.3.x.
 
 use std::fmt;
 
@@ -25,11 +25,13 @@ pub enum Contract {
     V0_1,
     /// `wasm-reconciler:plugin@0.2.x`: 0.1 plus variables and outbound HTTP, granted per plugin.
     V0_2,
+    /// `wasm-reconciler:plugin@0.3.x`: 0.2 with the view lent as a resource and children that share bases.
+    V0_3,
 }
 
 impl Contract {
     /// Every version served, oldest first.
-    pub const SERVED: [Self; 2] = [Self::V0_1, Self::V0_2];
+    pub const SERVED: [Self; 3] = [Self::V0_1, Self::V0_2, Self::V0_3];
 
     /// The served version `version` (`0.2.0`, `0.2.3`) belongs to, following semver: for 0.x the same minor
     /// version, else the same major version.
@@ -40,6 +42,7 @@ impl Contract {
         match (major, minor) {
             (0, 1) => Some(Self::V0_1),
             (0, 2) => Some(Self::V0_2),
+            (0, 3) => Some(Self::V0_3),
             _ => None,
         }
     }
@@ -49,12 +52,13 @@ impl Contract {
         match self {
             Self::V0_1 => "0.1.x",
             Self::V0_2 => "0.2.x",
+            Self::V0_3 => "0.3.x",
         }
     }
 
     /// Whether a plugin of this version may be granted outbound HTTP and variables.
     pub fn grants_outbound(self) -> bool {
-        matches!(self, Self::V0_2)
+        matches!(self, Self::V0_2 | Self::V0_3)
     }
 }
 
@@ -64,13 +68,14 @@ impl fmt::Display for Contract {
     }
 }
 
-/// `wasm-reconciler:plugin@0.1.x and wasm-reconciler:plugin@0.2.x`.
+/// `wasm-reconciler:plugin@0.1.x, wasm-reconciler:plugin@0.2.x and wasm-reconciler:plugin@0.3.x`.
 pub(crate) fn served_versions() -> String {
-    Contract::SERVED
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(" and ")
+    let versions: Vec<String> = Contract::SERVED.iter().map(ToString::to_string).collect();
+    match versions.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
 }
 
 /// The contract version in the name of a `controller` export, `Some("")` for an unversioned one.
@@ -117,12 +122,13 @@ mod tests {
         assert_eq!(Contract::of_version("0.1.7"), Some(Contract::V0_1));
         assert_eq!(Contract::of_version("0.2.0"), Some(Contract::V0_2));
         assert_eq!(Contract::of_version("0.2.1-rc.1"), Some(Contract::V0_2));
-        assert_eq!(Contract::of_version("0.3.0"), None);
+        assert_eq!(Contract::of_version("0.3.0"), Some(Contract::V0_3));
+        assert_eq!(Contract::of_version("0.4.0"), None);
         assert_eq!(Contract::of_version("1.0.0"), None);
         assert_eq!(Contract::of_version(""), None);
         assert_eq!(
             served_versions(),
-            "wasm-reconciler:plugin@0.1.x and wasm-reconciler:plugin@0.2.x"
+            "wasm-reconciler:plugin@0.1.x, wasm-reconciler:plugin@0.2.x and wasm-reconciler:plugin@0.3.x"
         );
     }
 

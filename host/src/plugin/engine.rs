@@ -10,7 +10,7 @@ use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::artifact_cache::ArtifactCache;
-use super::bindings::{v0_1, v0_2};
+use super::bindings::{v0_1, v0_2, v0_3};
 use super::call::CallState;
 use super::outbound::add_timed_io_to_linker;
 
@@ -59,6 +59,16 @@ pub struct PluginEngine {
     pub(crate) inner: Arc<EngineInner>,
 }
 
+/// WASI with timed `wasi:io` and checked `wasi:http`: what contract 0.2 and later plugins may import besides the
+/// contract's own interfaces.
+fn outbound_linker(engine: &Engine) -> Result<Linker<CallState>, EngineError> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(EngineError::Link)?;
+    add_timed_io_to_linker(&mut linker).map_err(EngineError::Link)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker).map_err(EngineError::Link)?;
+    Ok(linker)
+}
+
 pub(crate) struct EngineInner {
     pub(crate) engine: Engine,
     /// What a contract 0.1 plugin may import: WASI without network, and the `host` interface.
@@ -66,6 +76,8 @@ pub(crate) struct EngineInner {
     /// What a contract 0.2 plugin may import: the same, with timed `wasi:io`, `wasi:http` (each request checked
     /// against the plugin's grants) and `variables`.
     pub(crate) linker_v0_2: Linker<CallState>,
+    /// The linker of contract 0.3 plugins: that of 0.2 plus the lent view.
+    pub(crate) linker_v0_3: Linker<CallState>,
     pub(crate) artifacts: Option<ArtifactCache>,
     ticker: EpochTicker,
 }
@@ -108,11 +120,11 @@ impl PluginEngine {
         v0_1::Reconciler::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)
             .map_err(EngineError::Link)?;
 
-        let mut linker_v0_2 = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker_v0_2).map_err(EngineError::Link)?;
-        add_timed_io_to_linker(&mut linker_v0_2).map_err(EngineError::Link)?;
-        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker_v0_2).map_err(EngineError::Link)?;
+        let mut linker_v0_2 = outbound_linker(&engine)?;
         v0_2::Reconciler::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker_v0_2, |state| state)
+            .map_err(EngineError::Link)?;
+        let mut linker_v0_3 = outbound_linker(&engine)?;
+        v0_3::Reconciler::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker_v0_3, |state| state)
             .map_err(EngineError::Link)?;
 
         let ticker = EpochTicker::start(engine.clone()).map_err(EngineError::Ticker)?;
@@ -122,6 +134,7 @@ impl PluginEngine {
                 engine,
                 linker,
                 linker_v0_2,
+                linker_v0_3,
                 artifacts,
                 ticker,
             }),

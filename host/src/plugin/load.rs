@@ -6,7 +6,7 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
-use super::bindings::{v0_1, v0_2};
+use super::bindings::{v0_1, v0_2, v0_3};
 use super::call::{classify, drain_output, new_store};
 use super::contract::{Capabilities, Contract, EXPORTED_INTERFACE, exported_version, served_versions};
 use super::engine::PluginEngine;
@@ -186,12 +186,16 @@ impl PluginEngine {
                 PluginPre::V0_1(v0_1::ReconcilerPre::new(instance_pre).map_err(LoadError::Link)?)
             }
             Contract::V0_2 => {
-                let instance_pre = self
-                    .inner
-                    .linker_v0_2
-                    .instantiate_pre(&component)
-                    .map_err(LoadError::Link)?;
-                PluginPre::V0_2(v0_2::ReconcilerPre::new(instance_pre).map_err(LoadError::Link)?)
+                let instance_pre = self.inner.linker_v0_2.instantiate_pre(&component);
+                PluginPre::V0_2(
+                    v0_2::ReconcilerPre::new(instance_pre.map_err(LoadError::Link)?).map_err(LoadError::Link)?,
+                )
+            }
+            Contract::V0_3 => {
+                let instance_pre = self.inner.linker_v0_3.instantiate_pre(&component);
+                PluginPre::V0_3(
+                    v0_3::ReconcilerPre::new(instance_pre.map_err(LoadError::Link)?).map_err(LoadError::Link)?,
+                )
             }
         };
         let spec = self.describe(name, &pre, &limits)?;

@@ -27,6 +27,7 @@ mod output;
 mod secrets;
 mod types;
 mod variables;
+mod view;
 
 pub use artifact_cache::{ArtifactCache, ArtifactCacheError};
 pub use call::ReconcileError;

@@ -8,6 +8,9 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::bindings::v0_3::exports::wasm_reconciler::plugin0_3_0::controller::{
+    Child as PatchedChild, Outcome as PatchedOutcome,
+};
 use super::limits::Limits;
 use super::{Condition, Event, RECONCILED_CONDITION};
 
@@ -57,7 +60,7 @@ mod optional_millis {
     }
 }
 
-/// Checks and converts a plugin's answer.
+/// Checks and converts a plugin's answer (contract 0.1 and 0.2).
 pub(crate) fn decode(answer: wasm_reconciler_contract::Outcome, limits: &Limits) -> Result<Outcome, String> {
     let size = wire_size(&answer);
     if size > limits.max_outcome_bytes {
@@ -66,17 +69,120 @@ pub(crate) fn decode(answer: wasm_reconciler_contract::Outcome, limits: &Limits)
             limits.max_outcome_bytes
         ));
     }
-    let children = match answer.children {
-        None => None,
-        Some(children) => Some(
+    let children = decode_children(answer.children.as_deref(), |index, text| decode_child(index, text))?;
+    let wasm_reconciler_contract::Outcome {
+        status,
+        conditions,
+        events,
+        requeue_after_ms,
+        finalized,
+        ..
+    } = answer;
+    decode_rest(children, status, conditions, events, requeue_after_ms, finalized)
+}
+
+/// Checks and converts a contract 0.3 answer: each `patched` child is a copy of its base with its merge patch
+/// applied, then checked as a whole child is. Bounded like a 0.1 answer: by its size as sent, and by the size of its
+/// children once each patched one counts its base's text in full.
+pub(crate) fn decode_patched(answer: PatchedOutcome, limits: &Limits) -> Result<Outcome, String> {
+    let base_bytes: Vec<usize> = answer.bases.iter().map(String::len).collect();
+    let mut sent = base_bytes.iter().sum::<usize>() + answer.status.as_ref().map_or(0, String::len);
+    sent += answer
+        .conditions
+        .iter()
+        .map(|c| c.type_.len() + c.reason.len() + c.message.len())
+        .sum::<usize>();
+    sent += answer
+        .events
+        .iter()
+        .map(|e| e.reason.len() + e.note.len())
+        .sum::<usize>();
+    let mut expanded = 0_usize;
+    for child in answer.children.iter().flatten() {
+        match child {
+            PatchedChild::Object(text) => {
+                sent += text.len();
+                expanded += text.len();
+            }
+            PatchedChild::Patched(patched) => {
+                sent += patched.merge_patch.len();
+                let base = usize::try_from(patched.base).ok().and_then(|base| base_bytes.get(base));
+                expanded += patched.merge_patch.len() + base.copied().unwrap_or_default();
+            }
+        }
+    }
+    for (what, size) in [("outcome", sent), ("outcome with its bases copied", expanded)] {
+        if size > limits.max_outcome_bytes {
+            return Err(format!(
+                "{what} is {size} bytes, over the limit of {} bytes",
+                limits.max_outcome_bytes
+            ));
+        }
+    }
+    let mut bases = Vec::with_capacity(answer.bases.len());
+    for (index, text) in answer.bases.iter().enumerate() {
+        match serde_json::from_str::<Value>(text) {
+            Ok(base @ Value::Object(_)) => bases.push(base),
+            Ok(other) => return Err(format!("base {index} must be a JSON object, got {}", json_type(&other))),
+            Err(error) => return Err(format!("base {index} is not valid JSON: {error}")),
+        }
+    }
+    let children = decode_children(answer.children.as_deref(), |index, child| match child {
+        PatchedChild::Object(text) => decode_child(index, text),
+        PatchedChild::Patched(patched) => {
+            let base = usize::try_from(patched.base)
+                .ok()
+                .and_then(|base| bases.get(base))
+                .ok_or_else(|| {
+                    format!(
+                        "child {index} is patched from base {}, but the outcome has {} bases",
+                        patched.base,
+                        bases.len()
+                    )
+                })?;
+            let patch: Value = serde_json::from_str(&patched.merge_patch)
+                .map_err(|e| format!("child {index}'s merge patch is not valid JSON: {e}"))?;
+            let mut child = base.clone();
+            wasm_reconciler_contract::json::merge_patch(&mut child, &patch);
+            check_child(index, child)
+        }
+    })?;
+    decode_rest(
+        children,
+        answer.status,
+        answer.conditions.into_iter().map(super::types::condition).collect(),
+        answer.events.into_iter().map(super::types::event).collect(),
+        answer.requeue_after_ms,
+        answer.finalized,
+    )
+}
+
+/// Each child decoded by `decode`, the first error instead; `None` stays `None` (children left alone).
+fn decode_children<T>(
+    children: Option<&[T]>,
+    decode: impl Fn(usize, &T) -> Result<Value, String>,
+) -> Result<Option<Vec<Value>>, String> {
+    children
+        .map(|children| {
             children
                 .iter()
                 .enumerate()
-                .map(|(index, text)| decode_child(index, text))
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
-    };
-    let status = match answer.status {
+                .map(|(index, child)| decode(index, child))
+                .collect()
+        })
+        .transpose()
+}
+
+/// The parts every contract version shares, checked; `children` are checked already.
+fn decode_rest(
+    children: Option<Vec<Value>>,
+    status: Option<String>,
+    conditions: Vec<Condition>,
+    events: Vec<Event>,
+    requeue_after_ms: Option<u64>,
+    finalized: bool,
+) -> Result<Outcome, String> {
+    let status = match status {
         None => None,
         Some(text) => {
             let status: Value = serde_json::from_str(&text).map_err(|e| format!("status is not valid JSON: {e}"))?;
@@ -86,23 +192,18 @@ pub(crate) fn decode(answer: wasm_reconciler_contract::Outcome, limits: &Limits)
             Some(status)
         }
     };
-    let conditions = answer
-        .conditions
+    let conditions = conditions
         .into_iter()
         .map(check_condition)
         .collect::<Result<Vec<_>, _>>()?;
-    let events = answer
-        .events
-        .into_iter()
-        .map(check_event)
-        .collect::<Result<Vec<_>, _>>()?;
+    let events = events.into_iter().map(check_event).collect::<Result<Vec<_>, _>>()?;
     Ok(Outcome {
         children,
         status,
         conditions,
         events,
-        requeue_after: answer.requeue_after_ms.map(Duration::from_millis),
-        finalized: answer.finalized,
+        requeue_after: requeue_after_ms.map(Duration::from_millis),
+        finalized,
     })
 }
 
@@ -120,6 +221,11 @@ fn wire_size(answer: &wasm_reconciler_contract::Outcome) -> usize {
 
 fn decode_child(index: usize, text: &str) -> Result<Value, String> {
     let child: Value = serde_json::from_str(text).map_err(|e| format!("child {index} is not valid JSON: {e}"))?;
+    check_child(index, child)
+}
+
+/// A child with a non-empty `apiVersion`, `kind` and `metadata.name`.
+fn check_child(index: usize, child: Value) -> Result<Value, String> {
     let Some(object) = child.as_object() else {
         return Err(format!(
             "child {index} must be a JSON object, got {}",
@@ -221,6 +327,89 @@ mod tests {
 
     use super::*;
     use crate::plugin::{ConditionStatus, EventType};
+
+    fn patched_answer(children: Vec<PatchedChild>, bases: Vec<&str>) -> PatchedOutcome {
+        PatchedOutcome {
+            children: Some(children),
+            bases: bases.into_iter().map(str::to_owned).collect(),
+            status: None,
+            conditions: Vec::new(),
+            events: Vec::new(),
+            requeue_after_ms: None,
+            finalized: false,
+        }
+    }
+
+    fn patched(base: u32, merge_patch: &str) -> PatchedChild {
+        use super::super::bindings::v0_3::exports::wasm_reconciler::plugin0_3_0::controller::Patched;
+        PatchedChild::Patched(Patched {
+            base,
+            merge_patch: merge_patch.to_owned(),
+        })
+    }
+
+    #[test]
+    fn patched_children_are_copies_of_their_base() {
+        let base = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"labels":{"a":"b"}},"data":{"k":"v"}}"#;
+        let outcome = decode_patched(
+            patched_answer(
+                vec![
+                    patched(0, r#"{"metadata":{"name":"c-0"}}"#),
+                    patched(0, r#"{"metadata":{"name":"c-1","labels":{"a":null}},"data":{"x":"y"}}"#),
+                    PatchedChild::Object(r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}"#.into()),
+                ],
+                vec![base],
+            ),
+            &Limits::default(),
+        )
+        .unwrap();
+        let children = outcome.children.unwrap();
+        assert_eq!(
+            children[0],
+            serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"labels": {"a": "b"}, "name": "c-0"}, "data": {"k": "v"}})
+        );
+        assert_eq!(
+            children[1]["metadata"],
+            serde_json::json!({"labels": {}, "name": "c-1"})
+        );
+        assert_eq!(children[1]["data"], serde_json::json!({"k": "v", "x": "y"}));
+        assert_eq!(children[2]["kind"], "Secret");
+    }
+
+    #[test]
+    fn broken_patched_outcomes_are_refused_by_name() {
+        let base = r#"{"apiVersion":"v1","kind":"ConfigMap"}"#;
+        let refuse = |children, bases| decode_patched(patched_answer(children, bases), &Limits::default()).unwrap_err();
+        assert_eq!(
+            refuse(vec![patched(1, r#"{"metadata":{"name":"c"}}"#)], vec![base]),
+            "child 0 is patched from base 1, but the outcome has 1 bases"
+        );
+        assert_eq!(
+            refuse(vec![patched(0, "{}")], vec![base]),
+            "child 0 (ConfigMap) has no `metadata.name`"
+        );
+        assert!(refuse(vec![patched(0, "{")], vec![base]).starts_with("child 0's merge patch is not valid JSON"));
+        assert_eq!(
+            refuse(vec![], vec!["[1]"]),
+            "base 0 must be a JSON object, got an array"
+        );
+        assert!(refuse(vec![], vec!["{"]).starts_with("base 0 is not valid JSON"));
+        // Each child counts its base in full: a small answer cannot expand past the limit.
+        let limits = Limits {
+            max_outcome_bytes: 1000,
+            ..Limits::default()
+        };
+        let big = format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","data":{{"k":"{}"}}}}"#,
+            "x".repeat(300)
+        );
+        let children = (0..4)
+            .map(|index| patched(0, &format!(r#"{{"metadata":{{"name":"c-{index}"}}}}"#)))
+            .collect();
+        let error = decode_patched(patched_answer(children, vec![&big]), &limits).unwrap_err();
+        assert!(error.starts_with("outcome with its bases copied is "), "{error}");
+    }
 
     fn answer() -> Answer {
         Answer {

@@ -49,7 +49,8 @@ pub(crate) fn outcome(answer: generated::Outcome) -> wasm_reconciler_contract::O
     }
 }
 
-fn condition(condition: generated::Condition) -> Condition {
+/// A condition from its generated record, unchecked.
+pub(crate) fn condition(condition: generated::Condition) -> Condition {
     Condition {
         condition_type: condition.type_,
         status: match condition.status {
@@ -62,7 +63,8 @@ fn condition(condition: generated::Condition) -> Condition {
     }
 }
 
-fn event(event: generated::Event) -> Event {
+/// An event from its generated record, unchecked.
+pub(crate) fn event(event: generated::Event) -> Event {
     Event {
         event_type: match event.type_ {
             generated::EventType::Normal => EventType::Normal,

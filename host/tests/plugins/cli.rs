@@ -21,7 +21,7 @@ fn inspect_prints_the_spec_of_both_example_plugins() {
     let output = wasm_reconciler(&["plugin", "inspect", CONFIGMAPSET]);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let inspection: serde_json::Value = serde_saphyr::from_slice(&output.stdout).unwrap();
-    assert_eq!(inspection["wit"], "wasm-reconciler:plugin@0.1.0");
+    assert_eq!(inspection["wit"], "wasm-reconciler:plugin@0.3.0");
     assert_eq!(inspection["spec"]["primary"]["kind"], "ConfigMapSet");
     assert_eq!(inspection["spec"]["owns"][0]["kind"], "ConfigMap");
     assert_eq!(inspection["spec"]["finalizer"], "examples.wasm-reconciler.io/drain");
@@ -46,7 +46,7 @@ fn inspect_refuses_an_unsupported_contract_with_a_clear_message() {
     assert!(!output.status.success());
     let stderr = text(&output.stderr);
     assert!(
-        stderr.contains("built against wasm-reconciler:plugin@0.3.0"),
+        stderr.contains("built against wasm-reconciler:plugin@0.4.0"),
         "{stderr}"
     );
 }

@@ -190,12 +190,12 @@ fn a_future_contract_version_is_refused_clearly() {
         .load("future", &wasm, Limits::default())
         .expect_err("load fails");
     assert!(
-        matches!(&error, LoadError::UnsupportedVersion { found, .. } if found == "0.3.0"),
+        matches!(&error, LoadError::UnsupportedVersion { found, .. } if found == "0.4.0"),
         "{error:?}"
     );
     assert_eq!(
         error.to_string(),
-        "the plugin is built against wasm-reconciler:plugin@0.3.0, but this host supports wasm-reconciler:plugin@0.1.x and wasm-reconciler:plugin@0.2.x; rebuild it with a matching wasm-reconciler-sdk"
+        "the plugin is built against wasm-reconciler:plugin@0.4.0, but this host supports wasm-reconciler:plugin@0.1.x, wasm-reconciler:plugin@0.2.x and wasm-reconciler:plugin@0.3.x; rebuild it with a matching wasm-reconciler-sdk"
     );
 }
 

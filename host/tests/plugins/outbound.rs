@@ -466,6 +466,10 @@ fn inspecting_shows_what_a_plugin_asks_for() {
     let echo = super::load(wasm_reconciler_artifacts::ECHO, Limits::default());
     assert_eq!(echo.wit_version(), "0.1.0");
     assert!(!echo.capabilities().outbound_http && !echo.capabilities().variables);
+    // Contract 0.3 may import both, but a plugin that uses neither imports neither: its calls stay skippable.
+    let configmapset = super::load(wasm_reconciler_artifacts::CONFIGMAPSET, Limits::default());
+    assert_eq!(configmapset.wit_version(), "0.3.0");
+    assert!(!configmapset.capabilities().outbound_http && !configmapset.capabilities().variables);
 }
 
 /// The outbound guest in each language: Rust (built by the artifacts crate), Python and TypeScript (built by

@@ -119,9 +119,12 @@ fn python_and_typescript_render_every_fixture_to_the_rust_golden_outcome() {
     let mut mismatches = Vec::new();
     for port in &PORTS {
         for world in fixtures() {
-            let rendered = serde_saphyr::to_string(&render(port.plugin(), &world)).unwrap();
+            let outcome = render(port.plugin(), &world);
+            let rendered = serde_saphyr::to_string(&outcome).unwrap();
             let expected = golden(&world);
-            if rendered != expected {
+            // Equal as JSON: the order of an object's keys means nothing (the Rust plugin's children come from a
+            // base with the name patched in, so `name` follows the labels there).
+            if !same_json(&outcome, &expected) {
                 mismatches.push(format!(
                     "{} differs from {}:\n{}",
                     port.language,
@@ -141,7 +144,17 @@ fn the_render_command_runs_the_typescript_component() {
     let port = &PORTS[1];
     let outcome = render_file(Path::new(port.component()), &world, None, port.limits())
         .unwrap_or_else(|e| panic!("{}", wasm_reconciler::error_chain(&e)));
-    assert_eq!(serde_saphyr::to_string(&outcome).unwrap(), golden(&world));
+    assert!(
+        same_json(&outcome, &golden(&world)),
+        "{}",
+        serde_saphyr::to_string(&outcome).unwrap()
+    );
+}
+
+/// Whether `outcome` is the outcome the YAML text `golden` describes, as JSON values.
+fn same_json(outcome: &impl serde::Serialize, golden: &str) -> bool {
+    let golden: Value = serde_saphyr::from_str(golden).expect("golden files are YAML");
+    serde_json::to_value(outcome).expect("outcomes serialise") == golden
 }
 
 #[test]
@@ -154,6 +167,36 @@ fn every_port_describes_the_rust_controller() {
             "{} describes another controller",
             port.language
         );
+    }
+}
+
+/// A child no API server would return (`data` must be a map of strings): the contract 0.1 ports read every child
+/// whole and refuse it; the Rust plugin, built against 0.3, asks the host which children contain the template, so it
+/// finds this one drifted and rewrites it.
+#[test]
+fn a_malformed_child_is_refused_by_the_ports_and_rewritten_by_the_contract_0_3_plugin() {
+    let world = view(
+        json!({"replicas": 1, "template": {"data": {"greeting": "hello"}}}),
+        vec![json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "demo-0"}, "data": 5})],
+    );
+    let rust = crate::load(wasm_reconciler_artifacts::CONFIGMAPSET, Limits::default());
+    let outcome = rust
+        .reconcile(world.clone(), reader(vec![]))
+        .expect("the Rust plugin answers");
+    let children = outcome.children.expect("children declared");
+    assert_eq!(children.len(), 1);
+    assert_eq!(children[0]["data"], json!({"greeting": "hello"}));
+    let progressing = outcome
+        .conditions
+        .iter()
+        .find(|condition| condition.condition_type == "Progressing")
+        .expect("Progressing");
+    assert_eq!(progressing.reason, "Updating");
+    for port in &PORTS {
+        match port.plugin().reconcile(world.clone(), reader(vec![])) {
+            Err(ReconcileError::Plugin(message)) => assert!(message.contains("demo-0"), "{message}"),
+            other => panic!("{} answered {other:?}, expected a plugin error", port.language),
+        }
     }
 }
 
@@ -204,13 +247,6 @@ fn every_port_refuses_a_bad_spec_with_the_rust_plugin_error() {
             view(
                 json!({"replicas": 1, "template": {"metadata": {"annotations": {"Example.com/x": "v"}}}}),
                 vec![],
-            ),
-        ),
-        (
-            "a child with numeric data",
-            view(
-                json!({"replicas": 1, "template": template}),
-                vec![json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "demo-0"}, "data": 5})],
             ),
         ),
     ];

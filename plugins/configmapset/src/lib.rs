@@ -14,7 +14,7 @@ pub mod resource;
 use serde::Deserialize;
 
 use crate::config_map::ConfigMapObject;
-use wasm_reconciler_sdk::{ControllerSpec, Error, Gvk, Outcome, Reconciler, WorldView, ensure};
+use wasm_reconciler_sdk::{ControllerSpec, Error, Gvk, ObservedChild, Outcome, Reconciler, WorldView, ensure};
 
 #[cfg(feature = "crd")]
 pub use resource::{ConfigMapSet, crd_yaml};
@@ -45,13 +45,19 @@ impl Reconciler for ConfigMapSetReconciler {
             spec.replicas
         );
         ensure!(spec.burst >= 1, "spec.burst must be at least 1, got {}", spec.burst);
-        let observed: Vec<ConfigMapObject> = view.children_as(&config_map_kind())?;
+        // Which children already carry the template is asked of the view: under contract 0.3 the host compares its
+        // own copies and hands over only names; a child is read whole only when it is carried over.
+        // The template child is written once: it is both what every replica must contain and the base they are made
+        // from.
+        let template = serde_json::value::to_raw_value(&replicas::template_child(view.name(), &spec))?;
+        let observed = view.children_containing(&config_map_kind(), &template)?;
+        let read = |child: &ObservedChild| view.child_as::<ConfigMapObject>(child);
         if view.deleting() {
             // The drain writes no template, so a template the API server would refuse does not hold it up.
-            return Ok(replicas::drain(view.name(), &spec, &observed));
+            return replicas::drain(view.name(), &spec, &observed, read);
         }
         keys::check_template(&spec.template).map_err(Error::msg)?;
-        Ok(replicas::converge(view.name(), &spec, &observed))
+        replicas::converge(view.name(), &spec, &template, &observed, read)
     }
 }
 
@@ -60,6 +66,9 @@ fn config_map_kind() -> Gvk {
     Gvk::new("", "v1", "ConfigMap")
 }
 
+#[cfg(not(feature = "contract-0-1"))]
+wasm_reconciler_sdk::export_reconciler!(ConfigMapSetReconciler, contract = "0.3");
+#[cfg(feature = "contract-0-1")]
 wasm_reconciler_sdk::export_reconciler!(ConfigMapSetReconciler);
 
 #[cfg(test)]

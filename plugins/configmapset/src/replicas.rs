@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use wasm_reconciler_sdk::{Condition, Event, Outcome};
+use serde_json::value::RawValue;
+use wasm_reconciler_sdk::{Condition, Error, Event, ObservedChild, Outcome};
 
 use crate::config_map::ConfigMapObject;
 use crate::resource::{ConfigMapSetSpec, ConfigMapSetStatus, SET_LABEL};
@@ -17,37 +18,41 @@ pub const REQUEUE_WHILE_CONVERGING: Duration = Duration::from_millis(100);
 /// template, so drifted replicas are corrected; at most `burst` missing replicas are added (lowest
 /// indexes first), and at most `burst` excess children are left out and so deleted (names that are not
 /// replicas first, then the highest indexes). Excess children kept for a later round are carried over
-/// unchanged.
-pub fn converge(set_name: &str, spec: &ConfigMapSetSpec, observed: &[ConfigMapObject]) -> Outcome {
+/// unchanged, read whole with `read`.
+///
+/// `observed` says of each child whether it contains `template`, the [`template_child`]. The replicas go to the
+/// host as that one base and a name each.
+pub fn converge(
+    set_name: &str,
+    spec: &ConfigMapSetSpec,
+    template: &RawValue,
+    observed: &[ObservedChild],
+    read: impl Fn(&ObservedChild) -> Result<ConfigMapObject, Error>,
+) -> Result<Outcome, Error> {
     let replicas = u32::try_from(spec.replicas).unwrap_or(0);
     let burst = burst(spec);
-    // Each observed child is compared with the template once; replicas are found by index, not by a scan.
-    let labels = desired_labels(set_name, spec);
-    let matching: Vec<bool> = observed
-        .iter()
-        .map(|child| matches_labels_and_template(&labels, spec, child))
-        .collect();
+    // Replicas are found by index, not by a scan.
     let mut by_index = BTreeMap::new();
-    for (position, child) in observed.iter().enumerate() {
-        if let Some(index) = child_index(set_name, &child.metadata.name) {
-            by_index.insert(index, position);
+    for child in observed {
+        if let Some(index) = child_index(set_name, &child.name) {
+            by_index.insert(index, child);
         }
     }
-    let mut outcome = Outcome::new().delete_all_children();
+    let mut outcome = Outcome::new().delete_all_children().base(template);
     let mut missing = 0_usize;
     let mut created = 0_usize;
     let mut drifted = 0_usize;
     for index in 0..replicas {
         match by_index.get(&index) {
-            Some(&position) => {
-                drifted += usize::from(!matching[position]);
-                outcome = outcome.child(&desired_child(set_name, spec, index));
+            Some(child) => {
+                drifted += usize::from(!child.contains);
+                outcome = outcome.child_from_base_named(0, &child_name(set_name, index));
             }
             None => {
                 missing += 1;
                 if created < burst {
                     created += 1;
-                    outcome = outcome.child(&desired_child(set_name, spec, index));
+                    outcome = outcome.child_from_base_named(0, &child_name(set_name, index));
                 }
             }
         }
@@ -55,10 +60,10 @@ pub fn converge(set_name: &str, spec: &ConfigMapSetSpec, observed: &[ConfigMapOb
     let excess = scale_down_order(set_name, replicas, observed);
     let deleted = excess.len().min(burst);
     for child in &excess[deleted..] {
-        outcome = outcome.child(&carried_over(child));
+        outcome = outcome.child(&carried_over(&read(child)?));
     }
 
-    let status = status_of(observed.len(), matching.iter().filter(|matches| **matches).count());
+    let status = status_of(observed.len(), observed.iter().filter(|child| child.contains).count());
     let ready = status.ready_replicas == spec.replicas && excess.is_empty();
     outcome = outcome
         .status(&status)
@@ -96,23 +101,28 @@ pub fn converge(set_name: &str, spec: &ConfigMapSetSpec, observed: &[ConfigMapOb
     if missing > created || excess.len() > deleted {
         outcome = outcome.requeue_after(REQUEUE_WHILE_CONVERGING);
     }
-    outcome
+    Ok(outcome)
 }
 
 /// One reconcile round of a set being deleted: deletes up to `burst` children (highest indexes first),
-/// keeps the rest, and reports `finalized` only once no child is observed.
-pub fn drain(set_name: &str, spec: &ConfigMapSetSpec, observed: &[ConfigMapObject]) -> Outcome {
-    let status = observed_status(set_name, spec, observed);
+/// keeps the rest (read whole with `read`), and reports `finalized` only once no child is observed.
+pub fn drain(
+    set_name: &str,
+    spec: &ConfigMapSetSpec,
+    observed: &[ObservedChild],
+    read: impl Fn(&ObservedChild) -> Result<ConfigMapObject, Error>,
+) -> Result<Outcome, Error> {
+    let status = status_of(observed.len(), observed.iter().filter(|child| child.contains).count());
     let outcome = Outcome::new().status(&status).condition(Condition::status_false(
         "Ready",
         "Deleting",
         "the ConfigMapSet is being deleted",
     ));
     if observed.is_empty() {
-        return outcome
+        return Ok(outcome
             .delete_all_children()
             .condition(Condition::status_false("Progressing", "Drained", "no ConfigMap left"))
-            .finalized();
+            .finalized());
     }
     let order = scale_down_order(set_name, 0, observed);
     let deleted = order.len().min(burst(spec));
@@ -130,9 +140,9 @@ pub fn drain(set_name: &str, spec: &ConfigMapSetSpec, observed: &[ConfigMapObjec
         ))
         .requeue_after(REQUEUE_WHILE_CONVERGING);
     for child in &order[deleted..] {
-        outcome = outcome.child(&carried_over(child));
+        outcome = outcome.child(&carried_over(&read(child)?));
     }
-    outcome
+    Ok(outcome)
 }
 
 /// `<set>-<index>`.
@@ -147,44 +157,25 @@ pub fn child_index(set_name: &str, child_name: &str) -> Option<u32> {
     (index.to_string() == digits).then_some(index)
 }
 
-/// The full desired replica `index`: template labels plus the set label, template annotations and data.
-pub fn desired_child(set_name: &str, spec: &ConfigMapSetSpec, index: u32) -> ConfigMapObject {
-    let mut child = ConfigMapObject::named(child_name(set_name, index));
+/// What every replica is made of and must contain, without a name: template labels plus the set label,
+/// template annotations and data. An observed child contains it when it carries every such label, annotation
+/// and data entry; extra entries do not count as drift, as under server-side apply they belong to other field
+/// managers.
+pub fn template_child(set_name: &str, spec: &ConfigMapSetSpec) -> ConfigMapObject {
+    let mut child = ConfigMapObject::named(String::new());
     child.metadata.labels = desired_labels(set_name, spec);
     child.metadata.annotations = spec.template.metadata.annotations.clone();
     child.data = spec.template.data.clone();
     child
 }
 
-/// Whether an observed child carries every desired label, annotation and data entry.
-///
-/// Extra entries do not count as drift: under server-side apply they belong to other field managers.
-pub fn matches_template(set_name: &str, spec: &ConfigMapSetSpec, child: &ConfigMapObject) -> bool {
-    matches_labels_and_template(&desired_labels(set_name, spec), spec, child)
-}
-
-/// [`matches_template`] with the desired labels already built.
-fn matches_labels_and_template(
-    labels: &BTreeMap<String, String>,
-    spec: &ConfigMapSetSpec,
-    child: &ConfigMapObject,
-) -> bool {
-    contains_all(&child.metadata.labels, labels)
-        && contains_all(&child.metadata.annotations, &spec.template.metadata.annotations)
-        && contains_all(&child.data, &spec.template.data)
-}
-
 /// Children that are not desired replicas, in the order they are deleted: names that are not replicas
 /// of this set first (by name), then the highest indexes.
-pub fn scale_down_order<'a>(
-    set_name: &str,
-    replicas: u32,
-    observed: &'a [ConfigMapObject],
-) -> Vec<&'a ConfigMapObject> {
-    let mut excess: Vec<(Option<u32>, &str, &ConfigMapObject)> = observed
+pub fn scale_down_order<'a>(set_name: &str, replicas: u32, observed: &'a [ObservedChild]) -> Vec<&'a ObservedChild> {
+    let mut excess: Vec<(Option<u32>, &str, &ObservedChild)> = observed
         .iter()
         .filter_map(|child| {
-            let name = child.metadata.name.as_str();
+            let name = child.name.as_str();
             let index = child_index(set_name, name);
             (index.is_none_or(|index| index >= replicas)).then_some((index, name, child))
         })
@@ -197,16 +188,6 @@ pub fn scale_down_order<'a>(
         (Some(a), Some(b)) => b.cmp(a),
     });
     excess.into_iter().map(|(_, _, child)| child).collect()
-}
-
-/// Status from what was observed: children seen and children matching the template.
-pub fn observed_status(set_name: &str, spec: &ConfigMapSetSpec, observed: &[ConfigMapObject]) -> ConfigMapSetStatus {
-    let labels = desired_labels(set_name, spec);
-    let matching = observed
-        .iter()
-        .filter(|child| matches_labels_and_template(&labels, spec, child))
-        .count();
-    status_of(observed.len(), matching)
 }
 
 /// Status of `observed` children of which `matching` match the template.
@@ -249,10 +230,6 @@ fn desired_labels(set_name: &str, spec: &ConfigMapSetSpec) -> BTreeMap<String, S
     let mut labels = spec.template.metadata.labels.clone();
     labels.insert(SET_LABEL.to_owned(), set_name.to_owned());
     labels
-}
-
-fn contains_all(actual: &BTreeMap<String, String>, expected: &BTreeMap<String, String>) -> bool {
-    expected.iter().all(|(key, value)| actual.get(key) == Some(value))
 }
 
 fn burst(spec: &ConfigMapSetSpec) -> usize {

@@ -1,10 +1,10 @@
-//! A test plugin built against a future version of the contract (0.3.0): the host must refuse it.
+//! A test plugin built against a future version of the contract (0.4.0): the host must refuse it.
 
 #![allow(unsafe_code)]
 
 wit_bindgen::generate!({
     inline: "
-        package wasm-reconciler:plugin@0.3.0;
+        package wasm-reconciler:plugin@0.4.0;
 
         interface controller {
             describe: func() -> string;

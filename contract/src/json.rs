@@ -1,0 +1,488 @@
+//! The two JSON operations of contract 0.3, shared so the host and the SDK's own fallback agree exactly:
+//! [`summarize`] (a child's identity and whether it contains an expected object, read in one pass without building
+//! the child) and [`merge_patch`] (RFC 7386, how a `patched` child is made from its base).
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Deserializer;
+use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+/// `record child-summary`: an object's `apiVersion`, `kind` and `metadata.name`, and whether it contains the
+/// expected object it was summarised against.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ChildSummary {
+    /// `apiVersion` (empty when absent).
+    pub api_version: String,
+    /// `kind` (empty when absent).
+    pub kind: String,
+    /// `metadata.name` (empty when absent).
+    pub name: String,
+    /// Whether every field of the expected object is in the object with an equal value; false without one.
+    pub contains: bool,
+}
+
+/// An expected object prepared for [`summarize`]: each part keeps its JSON text, so a child that writes a part the
+/// same way (serde_json writes objects of sorted maps alike, and Kubernetes' maps come sorted) is matched by
+/// comparing text, without unescaping or building anything.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expected {
+    fields: Vec<(String, Part)>,
+}
+
+/// One expected value: its JSON text and its shape.
+#[derive(Debug, Clone, PartialEq)]
+struct Part {
+    text: String,
+    shape: Shape,
+}
+
+/// An object's fields, or any other value (compared by parsing when its text differs).
+#[derive(Debug, Clone, PartialEq)]
+enum Shape {
+    Object(Vec<(String, Part)>),
+    Other,
+}
+
+impl Expected {
+    /// Prepares `object`.
+    pub fn new(object: &Map<String, Value>) -> Self {
+        Self {
+            fields: fields_of(object),
+        }
+    }
+
+    /// Prepares the JSON object `text`, each part's text taken from it as written. An error when `text` is not a
+    /// JSON object.
+    pub fn parse(text: &str) -> Result<Self, serde_json::Error> {
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let fields = deserializer.deserialize_map(RawFields)?;
+        deserializer.end()?;
+        Ok(Self { fields })
+    }
+}
+
+/// An object's fields, each as the raw text it is written with.
+struct RawFields;
+
+impl<'de> Visitor<'de> for RawFields {
+    type Value = Vec<(String, Part)>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut fields = Vec::new();
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            let raw: &'de RawValue = map.next_value()?;
+            let raw = raw.get();
+            let shape = if raw.starts_with('{') {
+                let fields = serde_json::Deserializer::from_str(raw)
+                    .deserialize_map(RawFields)
+                    .map_err(serde::de::Error::custom)?;
+                Shape::Object(fields)
+            } else {
+                Shape::Other
+            };
+            fields.push((
+                key.into_owned(),
+                Part {
+                    text: raw.to_owned(),
+                    shape,
+                },
+            ));
+        }
+        Ok(fields)
+    }
+}
+
+fn fields_of(object: &Map<String, Value>) -> Vec<(String, Part)> {
+    object
+        .iter()
+        .map(|(key, value)| (key.clone(), Part::new(value)))
+        .collect()
+}
+
+impl Part {
+    fn new(value: &Value) -> Self {
+        Self {
+            text: value.to_string(),
+            shape: match value {
+                Value::Object(object) => Shape::Object(fields_of(object)),
+                _ => Shape::Other,
+            },
+        }
+    }
+
+    /// Whether it is the string `value`.
+    fn is_str(&self, value: &str) -> bool {
+        self.text.starts_with('"') && serde_json::from_str::<Cow<'_, str>>(&self.text).is_ok_and(|text| text == value)
+    }
+}
+
+fn field<'a>(fields: &'a [(String, Part)], key: &str) -> Option<&'a Part> {
+    fields.iter().find(|(name, _)| name == key).map(|(_, part)| part)
+}
+
+/// Summarises the JSON object `text`; with `expected`, says whether the object contains it: every field of
+/// `expected` present with an equal value, objects compared field by field (extra fields do not matter), arrays
+/// element by element with equal lengths, numbers as `f64` (the rule the host uses to skip a no-op apply).
+///
+/// The text is read once and nothing of it is built but the three names; a part written exactly as expected is
+/// compared as text. An error when it is not a JSON object.
+pub fn summarize(text: &str, expected: Option<&Expected>) -> Result<ChildSummary, serde_json::Error> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let summary = deserializer.deserialize_map(Top {
+        expected: expected.map(|expected| expected.fields.as_slice()),
+    })?;
+    deserializer.end()?;
+    Ok(summary)
+}
+
+/// Whether `expected` is contained in `observed` (the rule of [`summarize`], on parsed values).
+pub fn is_subset(expected: &Value, observed: &Value) -> bool {
+    match (expected, observed) {
+        (Value::Object(expected), Value::Object(observed)) => expected.iter().all(|(key, value)| {
+            observed
+                .get(key)
+                .is_some_and(|observed_value| is_subset(value, observed_value))
+        }),
+        (Value::Array(expected), Value::Array(observed)) => {
+            expected.len() == observed.len() && expected.iter().zip(observed).all(|(e, o)| is_subset(e, o))
+        }
+        (Value::Number(expected), Value::Number(observed)) => expected.as_f64() == observed.as_f64(),
+        _ => expected == observed,
+    }
+}
+
+/// Applies the JSON merge patch `patch` to `target` (RFC 7386): an object patch sets each of its fields
+/// (recursively; `null` removes the field), anything else replaces `target` whole.
+pub fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(fields) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    let Value::Object(object) = target else {
+        return;
+    };
+    for (key, value) in fields {
+        if value.is_null() {
+            object.remove(key);
+        } else {
+            merge_patch(object.entry(key.clone()).or_insert(Value::Null), value);
+        }
+    }
+}
+
+/// Whether the raw JSON value `raw` contains `part`: equal text, else compared by shape.
+fn contains_raw(raw: &str, part: &Part) -> bool {
+    if raw == part.text {
+        return true;
+    }
+    match &part.shape {
+        Shape::Object(fields) => serde_json::Deserializer::from_str(raw)
+            .deserialize_map(ObjectContains { fields })
+            .unwrap_or(false),
+        Shape::Other => match (
+            serde_json::from_str::<Value>(&part.text),
+            serde_json::from_str::<Value>(raw),
+        ) {
+            (Ok(expected), Ok(observed)) => is_subset(&expected, &observed),
+            _ => false,
+        },
+    }
+}
+
+/// A map key, borrowed from the text when it has no escapes.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, value: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(value)))
+            }
+            fn visit_str<E>(self, value: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(value.to_owned())))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+/// How far an object's fields meet the expected ones: fields that matched, and whether any did not.
+#[derive(Default)]
+struct Tally {
+    matched: usize,
+    mismatched: bool,
+}
+
+impl Tally {
+    fn record(&mut self, equal: bool) {
+        if equal {
+            self.matched += 1;
+        } else {
+            self.mismatched = true;
+        }
+    }
+
+    /// Whether every expected field matched (keys of a JSON object are unique).
+    fn contains(&self, expected: Option<&[(String, Part)]>) -> bool {
+        expected.is_some_and(|expected| !self.mismatched && self.matched == expected.len())
+    }
+
+    /// Reads the value of a field the caller does not capture: compared when expected, skipped otherwise.
+    fn other<'de, A: MapAccess<'de>>(
+        &mut self,
+        map: &mut A,
+        key: &str,
+        expected: Option<&[(String, Part)]>,
+    ) -> Result<(), A::Error> {
+        match expected.and_then(|expected| field(expected, key)) {
+            Some(part) => {
+                let raw: &'de RawValue = map.next_value()?;
+                self.record(contains_raw(raw.get(), part));
+            }
+            None => {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads a string field the caller captures, compared when expected.
+    fn captured<'de, A: MapAccess<'de>>(
+        &mut self,
+        map: &mut A,
+        key: &str,
+        expected: Option<&[(String, Part)]>,
+    ) -> Result<String, A::Error> {
+        let value: String = map.next_value()?;
+        if let Some(part) = expected.and_then(|expected| field(expected, key)) {
+            self.record(part.is_str(&value));
+        }
+        Ok(value)
+    }
+}
+
+/// The whole object: captures `apiVersion`, `kind` and `metadata.name`.
+struct Top<'a> {
+    expected: Option<&'a [(String, Part)]>,
+}
+
+impl<'de> Visitor<'de> for Top<'_> {
+    type Value = ChildSummary;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a Kubernetes object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ChildSummary, A::Error> {
+        let expected = self.expected;
+        let mut tally = Tally::default();
+        let mut summary = ChildSummary::default();
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            match &*key {
+                "apiVersion" => summary.api_version = tally.captured(&mut map, &key, expected)?,
+                "kind" => summary.kind = tally.captured(&mut map, &key, expected)?,
+                "metadata" => {
+                    let wanted = expected.and_then(|expected| field(expected, "metadata"));
+                    let fields = wanted.and_then(|part| match &part.shape {
+                        Shape::Object(fields) => Some(fields.as_slice()),
+                        Shape::Other => None,
+                    });
+                    let (name, contains) = map.next_value_seed(Metadata { expected: fields })?;
+                    summary.name = name;
+                    if wanted.is_some() {
+                        tally.record(fields.is_some() && contains);
+                    }
+                }
+                _ => tally.other(&mut map, &key, expected)?,
+            }
+        }
+        summary.contains = tally.contains(expected);
+        Ok(summary)
+    }
+}
+
+/// `metadata`: captures `name`, and says whether it contains the expected metadata (false without one).
+struct Metadata<'a> {
+    expected: Option<&'a [(String, Part)]>,
+}
+
+impl<'de> DeserializeSeed<'de> for Metadata<'_> {
+    type Value = (String, bool);
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(String, bool), D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Metadata<'_> {
+    type Value = (String, bool);
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("object metadata")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(String, bool), A::Error> {
+        let mut tally = Tally::default();
+        let mut name = String::new();
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            if key == "name" {
+                name = tally.captured(&mut map, &key, self.expected)?;
+            } else {
+                tally.other(&mut map, &key, self.expected)?;
+            }
+        }
+        Ok((name, tally.contains(self.expected)))
+    }
+}
+
+/// An object written differently from the expected one: whether it contains it, field by field.
+struct ObjectContains<'a> {
+    fields: &'a [(String, Part)],
+}
+
+impl<'de> Visitor<'de> for ObjectContains<'_> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        let mut tally = Tally::default();
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            tally.other(&mut map, &key, Some(self.fields))?;
+        }
+        Ok(tally.contains(Some(self.fields)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn contains(object: &Value, expected: &Value) -> bool {
+        let prepared = Expected::new(expected.as_object().unwrap());
+        assert_eq!(Expected::parse(&expected.to_string()).unwrap(), prepared);
+        let by_text = summarize(&object.to_string(), Some(&prepared)).unwrap().contains;
+        assert_eq!(by_text, is_subset(expected, object), "{expected} in {object}");
+        by_text
+    }
+
+    #[test]
+    fn summary_names_the_object() {
+        let text = r#"{"metadata":{"labels":{"a":"b"},"name":"web-0"},"kind":"ConfigMap","apiVersion":"v1","data":{}}"#;
+        let summary = summarize(text, None).unwrap();
+        assert_eq!(
+            summary,
+            ChildSummary {
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+                name: "web-0".into(),
+                contains: false,
+            }
+        );
+        assert!(summarize("[1]", None).is_err());
+        assert!(summarize(r#"{"a":1} x"#, None).is_err());
+        assert!(summarize(r#"{"kind":1}"#, None).is_err());
+    }
+
+    #[test]
+    fn contains_is_a_recursive_subset() {
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "labels": {"app": "web", "extra": "x"}},
+            "data": {"a": "1", "b": "2"}, "list": [1, {"x": 1, "y": 2}], "n": 2, "t": true, "z": null});
+        assert!(contains(&object, &json!({})));
+        assert!(contains(
+            &object,
+            &json!({"metadata": {"labels": {"app": "web"}}, "data": {"b": "2"}})
+        ));
+        assert!(contains(
+            &object,
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})
+        ));
+        assert!(contains(
+            &object,
+            &json!({"list": [1.0, {"y": 2}], "n": 2.0, "t": true, "z": null})
+        ));
+        assert!(!contains(&object, &json!({"kind": "Secret"})));
+        assert!(!contains(&object, &json!({"metadata": {"name": "d"}})));
+        assert!(!contains(&object, &json!({"metadata": {"labels": {"app": "db"}}})));
+        assert!(!contains(&object, &json!({"metadata": {"annotations": {}}})));
+        assert!(!contains(&object, &json!({"metadata": "c"})));
+        assert!(!contains(&object, &json!({"data": {"c": "3"}})));
+        assert!(!contains(&object, &json!({"list": [1]})));
+        assert!(!contains(&object, &json!({"list": [1, {"x": 1}, 3]})));
+        assert!(!contains(&object, &json!({"n": "2"})));
+        assert!(!contains(&object, &json!({"t": false})));
+        assert!(!contains(&object, &json!({"data": "x"})));
+        assert!(!contains(&object, &json!({"missing": null})));
+    }
+
+    #[test]
+    fn escaped_keys_and_values_compare_by_content() {
+        let text = r#"{"metadata":{"name":"c"},"data":{"k\u0065y":"line\nnext \"q\""}}"#;
+        let expected = Expected::new(json!({"data": {"key": "line\nnext \"q\""}}).as_object().unwrap());
+        assert!(summarize(text, Some(&expected)).unwrap().contains);
+        // The same content written with other whitespace and key order.
+        let spaced = r#"{ "data" : { "other": 1, "key" : "line\nnext \"q\"" }, "metadata": {"name": "c"} }"#;
+        assert!(summarize(spaced, Some(&expected)).unwrap().contains);
+    }
+
+    #[test]
+    fn only_objects_are_prepared_from_text() {
+        assert!(Expected::parse("[1]").is_err());
+        assert!(Expected::parse(r#"{"a":1} x"#).is_err());
+        assert!(Expected::parse(r#"{"a":{"b":}}"#).is_err());
+        assert!(
+            !summarize(
+                r#"{"kind":"A"}"#,
+                Some(&Expected::parse(r#"{"kind":"\u0042"}"#).unwrap())
+            )
+            .unwrap()
+            .contains
+        );
+        assert!(
+            summarize(
+                r#"{"kind":"B"}"#,
+                Some(&Expected::parse(r#"{"kind":"\u0042"}"#).unwrap())
+            )
+            .unwrap()
+            .contains
+        );
+    }
+
+    #[test]
+    fn merge_patch_follows_rfc_7386() {
+        let mut target = json!({"a": "b", "c": {"d": "e", "f": "g"}, "list": [1]});
+        merge_patch(
+            &mut target,
+            &json!({"a": "z", "c": {"f": null, "h": "i"}, "list": [2], "new": {"x": 1}}),
+        );
+        assert_eq!(
+            target,
+            json!({"a": "z", "c": {"d": "e", "h": "i"}, "list": [2], "new": {"x": 1}})
+        );
+        let mut scalar = json!("x");
+        merge_patch(&mut scalar, &json!({"a": 1}));
+        assert_eq!(scalar, json!({"a": 1}));
+        merge_patch(&mut scalar, &json!([1]));
+        assert_eq!(scalar, json!([1]));
+    }
+}
