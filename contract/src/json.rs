@@ -180,6 +180,85 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
     }
 }
 
+/// [`merge_patch`] on JSON texts: the result as text, built from slices of `target` and `patch` without parsing
+/// more than the objects the patch reaches into (serde_json writes the same text for the same value, so the result
+/// reads back as `merge_patch` would make it). Fields keep their order; new ones come last.
+pub fn merge_patch_text(target: &str, patch: &str) -> Result<String, serde_json::Error> {
+    let patch_fields = match object_fields(patch)? {
+        Some(fields) => fields,
+        // Not an object: the patch replaces the target whole (checked to be JSON).
+        None => return serde_json::from_str::<&RawValue>(patch).map(|raw| raw.get().to_owned()),
+    };
+    let mut fields: Vec<(Cow<'_, str>, String)> = object_fields(target)?
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(key, raw)| (key, raw.to_owned()))
+        .collect();
+    for (key, value) in patch_fields {
+        let position = fields.iter().position(|(name, _)| *name == key);
+        if value == "null" {
+            if let Some(position) = position {
+                fields.remove(position);
+            }
+            continue;
+        }
+        let merged = match position {
+            Some(position) => merge_patch_text(&fields[position].1, value)?,
+            None => merge_patch_text("{}", value)?,
+        };
+        match position {
+            Some(position) => fields[position].1 = merged,
+            None => fields.push((key, merged)),
+        }
+    }
+    let mut text = String::from("{");
+    for (index, (key, value)) in fields.iter().enumerate() {
+        if index > 0 {
+            text.push(',');
+        }
+        text.push_str(&serde_json::to_string(key.as_ref())?);
+        text.push(':');
+        text.push_str(value);
+    }
+    text.push('}');
+    Ok(text)
+}
+
+/// An object's fields: each key with the raw text of its value.
+type RawFieldList<'a> = Vec<(Cow<'a, str>, &'a str)>;
+
+/// The fields of the JSON object `text` as raw slices, in order; `None` when `text` is JSON but not an object.
+fn object_fields(text: &str) -> Result<Option<RawFieldList<'_>>, serde_json::Error> {
+    if !text.trim_start().starts_with('{') {
+        serde_json::from_str::<&RawValue>(text)?;
+        return Ok(None);
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let fields = deserializer.deserialize_map(RawSlices)?;
+    deserializer.end()?;
+    Ok(Some(fields))
+}
+
+/// An object's fields as raw slices of its text.
+struct RawSlices;
+
+impl<'de> Visitor<'de> for RawSlices {
+    type Value = RawFieldList<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut fields = Vec::new();
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            let raw: &'de RawValue = map.next_value()?;
+            fields.push((key, raw.get()));
+        }
+        Ok(fields)
+    }
+}
+
 /// Whether the raw JSON value `raw` contains `part`: equal text, else compared by shape.
 fn contains_raw(raw: &str, part: &Part) -> bool {
     if raw == part.text {
@@ -466,6 +545,38 @@ mod tests {
             .unwrap()
             .contains
         );
+    }
+
+    #[test]
+    fn merge_patch_on_text_reads_back_as_merge_patch() {
+        let cases = [
+            (
+                json!({"a": "b", "c": {"d": "e", "f": "g"}, "l": [1]}),
+                json!({"a": "z", "c": {"f": null, "h": "i"}, "l": [2], "n": {"x": 1}}),
+            ),
+            (
+                json!({"apiVersion": "v1", "metadata": {"labels": {"k": "v"}}, "data": {"s": "line\nnext \"q\""}}),
+                json!({"metadata": {"name": "c-0"}}),
+            ),
+            (json!({"a": 1}), json!([1, 2])),
+            (json!({"a": 1}), json!({"a": {"b": null, "c": 2}})),
+            (json!({"a": {"b": 1}}), json!({"a": "x", "k\u{e9}y": {"n": null}})),
+            (json!({"a": 1}), json!({})),
+        ];
+        for (target, patch) in cases {
+            let mut expected = target.clone();
+            merge_patch(&mut expected, &patch);
+            let text = merge_patch_text(&target.to_string(), &patch.to_string()).unwrap();
+            assert_eq!(
+                serde_json::from_str::<Value>(&text).unwrap(),
+                expected,
+                "{target} + {patch}"
+            );
+            assert_eq!(text, expected.to_string(), "{target} + {patch}");
+        }
+        assert!(merge_patch_text("{", "{}").is_err());
+        assert!(merge_patch_text("{}", "{").is_err());
+        assert_eq!(merge_patch_text("[1]", r#"{"a":1}"#).unwrap(), r#"{"a":1}"#);
     }
 
     #[test]

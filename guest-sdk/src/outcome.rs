@@ -444,19 +444,16 @@ impl OutcomeParts {
         let Some(children) = self.children.take() else {
             return Ok(None);
         };
-        let mut bases: Vec<Option<Value>> = vec![None; self.bases.len()];
         children
             .into_iter()
             .enumerate()
             .map(|(position, child)| match child {
                 DesiredChild::Whole(text) => Ok(text),
                 DesiredChild::Patched { base, patch } => {
-                    let base = bases[base].get_or_insert_with(|| parse_own(&self.bases[base]));
-                    let mut child = base.clone();
-                    wasm_reconciler_contract::json::merge_patch(&mut child, &parse_own(&patch));
-                    let text = child.to_string();
-                    check_child(&text)
-                        .map(|()| text)
+                    // On texts, so the component carries no JSON tree code for it.
+                    wasm_reconciler_contract::json::merge_patch_text(&self.bases[base], &patch)
+                        .map_err(|error| Error::from_json(&error))
+                        .and_then(|text| check_child(&text).map(|()| text))
                         .map_err(|error| error.context(format_args!("desired child #{position}")))
                 }
             })
