@@ -35,7 +35,7 @@ fn main() {
         .parent()
         .expect("artifacts/ lives in the workspace root")
         .to_path_buf();
-    for watched in ["wit", "guest-sdk", "Cargo.toml", "Cargo.lock"] {
+    for watched in ["wit", "contract", "guest-sdk", "Cargo.toml", "Cargo.lock"] {
         println!("cargo:rerun-if-changed={}", workspace.join(watched).display());
     }
     // The Rust crates under plugins/ and test-guests/ only: cargo scans a watched directory file by file, and the
