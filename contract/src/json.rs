@@ -10,6 +10,9 @@ use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+#[cfg(any(test, feature = "scan"))]
+mod scan;
+
 /// `record child-summary`: an object's `apiVersion`, `kind` and `metadata.name`, and whether it contains the
 /// expected object it was summarised against.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -109,7 +112,19 @@ fn field<'a>(fields: &'a [(String, Part)], key: &str) -> Option<&'a Part> {
 ///
 /// The text is read once and nothing of it is built but the three names; a part written exactly as expected is
 /// compared as text. An error when it is not a JSON object.
+///
+/// With the `scan` feature (the host's), text a JSON writer made is read by a byte scanner that matches each
+/// expected part where it starts and skips the rest without parsing it; the answer is the same.
 pub fn summarize(text: &str, expected: Option<&Expected>) -> Result<ChildSummary, serde_json::Error> {
+    #[cfg(feature = "scan")]
+    if let Some(summary) = scan::summarize(text, expected.map(|expected| expected.fields.as_slice())) {
+        return Ok(summary);
+    }
+    summarize_serde(text, expected)
+}
+
+/// [`summarize`] on serde_json alone.
+fn summarize_serde(text: &str, expected: Option<&Expected>) -> Result<ChildSummary, serde_json::Error> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let summary = deserializer.deserialize_map(Top {
         expected: expected.map(|expected| expected.fields.as_slice()),
@@ -434,9 +449,78 @@ mod tests {
 
     fn contains(object: &Value, expected: &Value) -> bool {
         let prepared = Expected::parse(&expected.to_string()).unwrap();
-        let by_text = summarize(&object.to_string(), Some(&prepared)).unwrap().contains;
-        assert_eq!(by_text, is_subset(expected, object), "{expected} in {object}");
-        by_text
+        let text = object.to_string();
+        let by_text = summarize_serde(&text, Some(&prepared)).unwrap();
+        assert_eq!(by_text.contains, is_subset(expected, object), "{expected} in {object}");
+        let scanned = scan::summarize(&text, Some(&prepared.fields));
+        assert_eq!(scanned.as_ref(), Some(&by_text), "scanned {expected} in {object}");
+        by_text.contains
+    }
+
+    /// Where the scanner answers, it answers as the serde path does; where the serde path refuses the text, the
+    /// scanner does not answer. Whether it answered.
+    fn scanner_agrees(text: &str, expected: Option<&Expected>) -> bool {
+        let scanned = scan::summarize(text, expected.map(|expected| expected.fields.as_slice()));
+        match (summarize_serde(text, expected), &scanned) {
+            (Ok(by_serde), Some(scanned)) => assert_eq!(&by_serde, scanned, "{text}"),
+            (Err(error), Some(scanned)) => panic!("scanned {scanned:?} from text serde refuses ({error}): {text}"),
+            (_, None) => {}
+        }
+        scanned.is_some()
+    }
+
+    #[test]
+    fn scanner_answers_as_serde_or_not_at_all() {
+        let child = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "web-0", "namespace": "ns", "resourceVersion": "12",
+                "labels": {"app": "web"}, "annotations": {"a": "b"},
+                "ownerReferences": [{"kind": "Set", "controller": true, "uid": "u-1"}],
+                "managedFields": [{"manager": "m", "time": "2026-01-01T00:00:00Z", "fieldsV1": {"f:data": {}}}]},
+            "data": {"settings.yaml": "a: 1\nb: \"two\"\n", "n": "-1.5e3"}, "list": [1, -0.5, 2e-3, true, false, null]});
+        let expected = [
+            None,
+            Some(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"labels": {"app": "web"}, "annotations": {"a": "b"}},
+                "data": {"settings.yaml": "a: 1\nb: \"two\"\n", "n": "-1.5e3"}})),
+            Some(json!({"metadata": {"name": "web-1"}, "list": [1.0, -0.5, 0.002, true, false, null]})),
+            Some(json!({"metadata": "web-0", "data": {"n": "x"}})),
+        ]
+        .map(|expected| expected.map(|expected| Expected::parse(&expected.to_string()).unwrap()));
+        let texts = [
+            child.to_string(),
+            serde_json::to_string_pretty(&child).unwrap(),
+            r#"{"metadata":{"name":"c"},"data":{"k\u0065y":"line\nnext \"q\""}}"#.to_owned(),
+        ];
+        let replacements = [
+            "\"", "\\", "}", "]", "{", "[", ",", ":", "0", "1", "x", " ", "\u{1}", "-", ".", "e", "",
+        ];
+        let mut answered = 0_usize;
+        for expected in &expected {
+            for text in &texts {
+                assert!(scanner_agrees(text, expected.as_ref()) || text.contains("\\u0065"));
+                for (at, _) in text.char_indices() {
+                    answered += usize::from(scanner_agrees(&text[..at], expected.as_ref()));
+                    for replacement in replacements {
+                        let mut changed = text.clone();
+                        changed.replace_range(at..at + 1, replacement);
+                        answered += usize::from(scanner_agrees(&changed, expected.as_ref()));
+                        changed = text.clone();
+                        changed.insert_str(at, replacement);
+                        answered += usize::from(scanner_agrees(&changed, expected.as_ref()));
+                    }
+                }
+            }
+        }
+        // Many changes leave valid JSON (a letter in a string, a digit in a number), which the scanner answers.
+        assert!(answered > 1000, "the scanner answered {answered} times");
+        let deep = format!(
+            r#"{{"metadata":{{"name":"c"}},"x":{}{}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        // Nesting the scanner does not follow is left to the serde path, which skips it without recursing.
+        assert!(!scanner_agrees(&deep, None));
+        assert_eq!(summarize_serde(&deep, None).unwrap().name, "c");
     }
 
     #[test]
