@@ -1239,10 +1239,11 @@ impl Report {
              neither maps, faults in nor clears its whole linear memory.\n\
              - Contract 0.3 takes out most of what a 0.1 call spends (the 0.1 table and the floor section): the \
              guest no longer parses the ten children, since the host answers which of them contain the template \
-             (comparing text wherever a child writes a part exactly as the template does, as serde_json writes \
-             sorted maps alike), and it writes the template once instead of ten replicas, which the host decodes \
-             once and copies per child. What is left (the 0.3 table): the host scanning the children's ~18 KB of \
-             JSON once to compare them, the guest reading the spec and writing the template, status and \
+             (a byte scanner that compares each part of the template with the child's text where the part \
+             starts, as serde_json writes sorted maps alike, and skips the rest unparsed), and it writes the \
+             template once instead of ten replicas, which the host decodes once and copies per child. What is \
+             left (the 0.3 table): the host's pass over the children's ~18 KB of JSON, the guest reading the spec \
+             and writing the template, status and \
              conditions, a fresh store and instance, and the decode into the ten JSON trees the host applies, \
              which is mostly allocating them (and, once applied, freeing them). `Plugin::reconcile` also builds \
              the call's WASI, HTTP and output-capture context, which the replay leaves out.\n\
