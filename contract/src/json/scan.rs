@@ -76,19 +76,27 @@ impl<'a> Scan<'a> {
 
     /// The next key of the object being read (its `{` consumed), its `:` consumed; `None` inside at its `}`.
     fn next_key(&mut self, first: &mut bool) -> Option<Option<&'a str>> {
+        if !self.more_fields(first)? {
+            return Some(None);
+        }
+        let key = self.plain_string()?;
+        self.eat(b':')?;
+        Some(Some(key))
+    }
+
+    /// Whether the object being read has another field: past its `}` when not, past the `,` before it when so.
+    fn more_fields(&mut self, first: &mut bool) -> Option<bool> {
         match self.peek()? {
             b'}' => {
                 self.pos += 1;
-                return Some(None);
+                return Some(false);
             }
             b',' if !*first => self.pos += 1,
             _ if *first => {}
             _ => return None,
         }
         *first = false;
-        let key = self.plain_string()?;
-        self.eat(b':')?;
-        Some(Some(key))
+        Some(true)
     }
 
     /// A string without escapes, its content borrowed; `None` for anything else.
@@ -214,16 +222,9 @@ impl<'a> Scan<'a> {
 
     /// As [`Self::next_key`], for a key with any content: whether there is one.
     fn next_key_any(&mut self, first: &mut bool) -> Option<bool> {
-        match self.peek()? {
-            b'}' => {
-                self.pos += 1;
-                return Some(false);
-            }
-            b',' if !*first => self.pos += 1,
-            _ if *first => {}
-            _ => return None,
+        if !self.more_fields(first)? {
+            return Some(false);
         }
-        *first = false;
         if self.peek()? != b'"' {
             return None;
         }
