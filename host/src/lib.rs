@@ -19,6 +19,13 @@
 //!    per plugin, swapping versions only after they validated (the [`delivery::Installer`]);
 //! 8. [`cli`]: the command line.
 
+/// The allocator of static (musl) builds, the image's binary and the tests of `make test`: musl's own allocator
+/// serialises the threads that allocate, and a busy host spends its CPU waiting on it (measured in
+/// docs/benchmarks/allocator.md).
+#[cfg(target_env = "musl")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod lease;
 
 pub mod plugin;
