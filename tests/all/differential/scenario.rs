@@ -77,13 +77,13 @@ pub struct Wait {
     pub request: Request,
     /// HTTP status code to wait for.
     pub code: Option<u16>,
-    /// A JSON pointer into the answer's body ...
+    /// A JSON pointer into the answer (`/code`, `/warnings/0`, `/body/metadata/name`, …) ...
     pub pointer: Option<String>,
     /// ... that must equal this value ...
     pub equals: Option<Value>,
     /// ... or be absent (`true`) or present (`false`).
     pub absent: Option<bool>,
-    /// Give up after this many seconds (60 when absent).
+    /// Fail the step after this many seconds (60 when absent).
     pub timeout: Option<u64>,
 }
 
