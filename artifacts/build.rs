@@ -1,5 +1,5 @@
 //! Builds every guest component (example plugins and test guests) for `wasm32-wasip2` with the
-//! `wasm-release` profile, in a target directory of its own, and writes their paths as constants.
+//! `wasm-release` profile, where `make plugins` builds the example plugins, and writes their paths as constants.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -50,13 +50,15 @@ fn main() {
     }
 
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    // OUT_DIR is <target>/<profile>/build/<package>-<hash>/out; the guests get <target>/wasm-guests, shared by
-    // every profile and separate from the outer build's lock.
-    let target_dir = out_dir
-        .ancestors()
-        .nth(4)
-        .expect("OUT_DIR is inside the target directory")
-        .join("wasm-guests");
+    // The guests go to <target>/wasm32-wasip2/wasm-release, where `make plugins` builds the example plugins with the
+    // same command: whichever comes first builds them for both. The nested cargo takes the locks of that profile's
+    // directories, not those of the outer build. WASM_RECONCILER_GUESTS_TARGET_DIR names another <target>: `make
+    // test`'s clippy, which checks in a target directory of its own, shares the guests of the build.
+    println!("cargo:rerun-if-env-changed=WASM_RECONCILER_GUESTS_TARGET_DIR");
+    let target_dir = match std::env::var_os("WASM_RECONCILER_GUESTS_TARGET_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => outer_target_dir(&out_dir),
+    };
 
     // One `cargo rustc --crate-type cdylib` per guest rather than one `cargo build`: the guests are also rlibs (the
     // host links some natively), and cargo does no link-time optimisation for a crate with an rlib output, which
@@ -69,13 +71,16 @@ fn main() {
             .args(["rustc", "-p", package, "--lib", "--crate-type", "cdylib"])
             .args(["--target", "wasm32-wasip2", "--profile", "wasm-release", "--target-dir"])
             .arg(&target_dir);
-        // The outer build's flags are for the host target, not for wasm.
+        // The outer build's flags are for the host target, not for wasm; and under clippy, the guests are built
+        // as any build builds them (clippy checks their crates as members of the workspace).
         for variable in [
             "CARGO_ENCODED_RUSTFLAGS",
             "RUSTFLAGS",
             "CARGO_BUILD_RUSTFLAGS",
             "CARGO_TARGET_DIR",
             "RUSTC_WRAPPER",
+            "RUSTC_WORKSPACE_WRAPPER",
+            "CLIPPY_ARGS",
         ] {
             command.env_remove(variable);
         }
@@ -98,10 +103,7 @@ fn main() {
     }
     // Plugins in Python and TypeScript are built by `make polyglot` (pinned componentize-py and npm tools), not
     // here: their paths are constants all the same, and `polyglot` reads them or names that command.
-    let polyglot_dir = target_dir
-        .parent()
-        .expect("wasm-guests lives in the target directory")
-        .join("polyglot");
+    let polyglot_dir = target_dir.join("polyglot");
     for (constant, file) in POLYGLOT_GUESTS {
         constants.push_str(&format!(
             "/// The `{file}` component built by `make polyglot`.\npub const {constant}: &str = {:?};\n",
@@ -109,6 +111,21 @@ fn main() {
         ));
     }
     write_if_changed(&out_dir.join("artifacts.rs"), &constants);
+}
+
+/// The outer build's target directory: OUT_DIR is <target>[/<triple>]/<profile>/build/<package>-<hash>/out, with the
+/// triple when the build names a target.
+fn outer_target_dir(out_dir: &Path) -> PathBuf {
+    let profile_parent = out_dir
+        .ancestors()
+        .nth(4)
+        .expect("OUT_DIR is inside the target directory");
+    let target = std::env::var("TARGET").expect("cargo sets TARGET");
+    match profile_parent.file_name() {
+        Some(name) if name == target.as_str() => profile_parent.parent().expect("the triple's directory has a parent"),
+        _ => profile_parent,
+    }
+    .to_path_buf()
 }
 
 fn write_if_changed(path: &Path, contents: &str) {

@@ -4,9 +4,10 @@
 //! under `wasm-reconciler dev` as its README says: the CRD installs, the example object turns Ready with its
 //! ConfigMap, and the API server validates objects against the generated schema.
 //!
-//! Build caches are reused between runs: the Rust project builds into `<target>/plugin-new`, the Python one uses the
-//! virtual environment `make polyglot` creates, the TypeScript one installs from npm's cache (`--offline`) with the
-//! SDK built by `make polyglot`.
+//! Build caches are reused: the Rust project builds into the workspace's target directory, so that its component
+//! shares the dependencies the workspace's own components were compiled with (same profile, same features); the
+//! Python one uses the virtual environment `make polyglot` creates, the TypeScript one installs from npm's cache
+//! (`--offline`) with the SDK built by `make polyglot`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -23,12 +24,13 @@ fn checkout() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The target directory the binary was built in (`<target>/debug/wasm-reconciler`).
+/// The target directory the binary was built in (`<target>[/<triple>]/<profile>/wasm-reconciler`): the one holding
+/// cargo's `.rustc_info.json`.
 fn target_dir() -> PathBuf {
     Path::new(BINARY)
         .ancestors()
-        .nth(2)
-        .expect("the binary lives in <target>/<profile>/")
+        .find(|dir| dir.join(".rustc_info.json").is_file())
+        .expect("the binary lives in a cargo target directory")
         .to_path_buf()
 }
 
@@ -166,7 +168,7 @@ fn a_rust_project_tests_builds_renders_its_fixture_and_runs_under_dev() {
         "the checkout's lock file pins the dependencies"
     );
 
-    let cargo_target = target_dir().join("plugin-new");
+    let cargo_target = target_dir();
     let test_output = run_ok(
         make(&scaffold.project, &["test", "build"]).env("CARGO_TARGET_DIR", &cargo_target),
         "make test build (cargo test; cargo build --target wasm32-wasip2 --profile wasm-release)",
