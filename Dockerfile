@@ -6,7 +6,7 @@
 # `make image` builds it here with buildah and pushes it to the loopback registry (docs/deploy.md, "The image").
 # With Docker, stage the build context first, then build from this file:
 #
-#   deploy/image/build.sh --context          # the binary and CA bundle into dist/image/
+#   make image-context                       # the binary and CA bundle into dist/image/
 #   docker build -t registry.example.com/wasm-reconciler:0.1.0 .
 #
 # The context is the repository root; .dockerignore lets only dist/image/ and deploy/image/ through.

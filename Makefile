@@ -19,15 +19,18 @@ export CARGO_TARGET_DIR
 
 # The features of every test-time cargo command (`make test`): the plugins' CRD generators and their tests.
 TEST_FEATURES := --features configmapset/crd,webapp/crd,dnsrecord/crd
-# The host binary. Under CI the same command also compiles every test, in the test run's feature resolution
-# (dev-dependencies' features, TEST_FEATURES), so the binary helm-check packs with and the tests share their
-# dependencies: a plain `-p wasm-reconciler` build resolves tokio, kube and k8s-openapi with other features, and
-# the test build would compile them and everything above them a second time.
-ifdef CI
-HOST_BUILD = $(CARGO) build --workspace --bins --tests --examples $(TEST_FEATURES)
-else
+# The one build of `make test`: every test and the host binary that the image (`make image`) ships, as static
+# (musl) release builds, compiled once. The tests run that very binary (`wasm-reconciler run` processes, the image
+# in Pods), so what ships is what was tested. Every cargo command of the run passes these flags: with the same
+# packages, features and profile they resolve alike and reuse each other's units (clippy shares the build scripts
+# and proc macros).
+CI_TARGET := x86_64-unknown-linux-musl
+CI_CARGO := --release --locked --target $(CI_TARGET) --workspace $(TEST_FEATURES)
+CI_OUT := $(CARGO_TARGET_DIR)/$(CI_TARGET)/release
+# ring and psm compile C: musl-gcc is the C compiler of the musl target.
+export CC_x86_64_unknown_linux_musl ?= musl-gcc
+# `make build` and `make dev`: the host in the dev profile, quick to build.
 HOST_BUILD = $(CARGO) build -p wasm-reconciler
-endif
 
 WASM_OUT := $(CARGO_TARGET_DIR)/$(WASM_TARGET)/$(WASM_PROFILE)
 # The configmapset plugin in Python and TypeScript (`make polyglot`); its Python tools live in a virtual environment.
@@ -37,7 +40,8 @@ POLYGLOT_VENV ?= $(HOME)/.cache/wasm-reconciler/polyglot-venv
 endif
 POLYGLOT_VENV ?= $(CARGO_TARGET_DIR)/polyglot-venv
 
-.PHONY: dev test test-tools unused-deps toolchain plugins polyglot build lint fmt crds deploy-files bench clean-dev image
+.PHONY: dev test test-tools unused-deps machete-install toolchain toolchain-static plugins polyglot build build-release \
+	crds deploy-files deploy-files-pack bench clean-dev image image-context
 
 ## dev: build the example plugins and run the embedded API server + host with them (prints the kubeconfig path).
 dev: plugins polyglot build
@@ -53,28 +57,120 @@ dev: plugins polyglot build
 ## test: everything CI runs — formatting, lints, every test (unit, plugin, API server, end to end on the embedded
 ## API server and again on a real kube-apiserver, the differential conformance suite of the two servers, the
 ## DNSRecord plugin against a real PowerDNS, traces received by a real OpenTelemetry Collector, and the alerts and
-## dashboard evaluated by a real Prometheus).
-# Every cargo command of the run selects the whole workspace with TEST_FEATURES (the CRD generators, whose tests
-# check each plugin's crd.yaml), so they resolve features alike and each crate is compiled once: `build` under CI
-# compiles the tests as well (see HOST_BUILD), and the test runs, the real-server e2e run included, reuse it.
-test: toolchain test-tools polyglot kube-harness otelcol helm-check monitoring-check image
-	$(CARGO) fmt --all -- --check
-	python3 apiserver/tools/builtin_openapi.py --check
-	$(CARGO) clippy --workspace --all-targets $(TEST_FEATURES) -- -D warnings
-	$(MAKE) --no-print-directory unused-deps
-	@mkdir -p $(CARGO_TARGET_DIR)
-	$(CARGO) test --workspace $(TEST_FEATURES) -- --skip real_only:: --skip sharding:: --skip in_pod:: --skip faults:: 2>&1 | tee $(CARGO_TARGET_DIR)/test-output.log
-	E2E_SERVER=real $(CARGO) test --workspace $(TEST_FEATURES) --test all -- --skip embedded_only:: --skip differential:: --skip sharding:: --skip in_pod:: --skip faults:: 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
-	@# The fault plans (docs/fault-testing.md): host processes killed at every write, stale and hidden views, a sharded
-	@# member killed during a drain; several plans at once, so alone. Each run prints `plans N, passed N, failed 0`.
-	$(CARGO) test --workspace $(TEST_FEATURES) --test all -- faults:: --nocapture 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
-	E2E_SERVER=real $(CARGO) test --workspace $(TEST_FEATURES) --test all -- faults:: --nocapture 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
-	@# The sharding tests run several hosts on thousands of objects each: alone, so as not to starve the others.
-	$(CARGO) test --workspace $(TEST_FEATURES) --test all -- sharding:: 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
-	E2E_SERVER=real $(CARGO) test --workspace $(TEST_FEATURES) --test all -- sharding:: 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
-	@# The host as Pods on a real node (the image of `make image`, deploy/ and the chart): one node at a time.
-	E2E_SERVER=real $(CARGO) test --workspace $(TEST_FEATURES) --test all -- in_pod:: --test-threads=1 --nocapture 2>&1 | tee -a $(CARGO_TARGET_DIR)/test-output.log
-	@awk '/^test result:/ { passed += $$4; failed += $$6 } END { printf "tests: %d passed, %d failed\n", passed, failed }' $(CARGO_TARGET_DIR)/test-output.log
+## dashboard evaluated by a real Prometheus), each test exactly once per server (tests/ci/accounting.py).
+# The steps below run TEST_JOBS at a time, as soon as what they need is built (docs/contributing.md, "make test"):
+# each writes its output to $(TEST_LOGS)/<step>.log and prints a line when it starts, one a minute while it runs, one
+# when it ends, and the end of its log when it fails. $(TEST_LOGS)/steps.tsv keeps each step's times.
+TEST_JOBS ?= 4
+TEST_LOGS := $(CARGO_TARGET_DIR)/make-test
+STEP := tests/ci/step.sh
+CARGO_TEST := tests/ci/cargo-test.sh
+test:
+	@rm -rf $(TEST_LOGS) && mkdir -p $(TEST_LOGS)
+	@echo "make test: $(TEST_JOBS) steps at a time, logs in $(TEST_LOGS)"
+	@export CI_STARTED=$$(date +%s) CI_LOG_DIR=$(TEST_LOGS); \
+	status=0; $(MAKE) --no-print-directory -j$(TEST_JOBS) test-steps || status=$$?; \
+	echo "make test: steps by start (seconds: start, wall, CPU):"; \
+	sort -t$$'\t' -k2,2n $(TEST_LOGS)/steps.tsv | awk -F'\t' '{ printf "  %-22s %5d %6.0f %6.0f%s\n", $$1, $$2, $$3, $$4 + $$5, ($$6 == 0 ? "" : "  FAILED") }'; \
+	echo "make test: $$(( $$(date +%s) - CI_STARTED )) s in all"; \
+	[[ $$status == 0 ]] || exit $$status; \
+	python3 tests/ci/accounting.py $(TEST_LOGS) -- $(CI_CARGO)
+
+# What every test step needs first: the builds, and deploy/'s generated files (the kustomize and chart tests read them).
+TEST_NEEDS := step-build step-polyglot step-kube-build step-otelcol-build step-test-tools step-deploy-files
+# The steps, the long ones first. Two lanes keep one server's suites apart: the fault plans run several hosts at once
+# and the sharding tests thousands of objects, so each waits for the suite before it on its server.
+test-steps: step-e2e-real step-faults-real step-sharding-real step-in-pod step-e2e-embedded step-faults-embedded \
+	step-sharding-embedded step-test-unit step-test-doc step-clippy step-fmt step-openapi step-unused-deps \
+	step-kube-gotest step-kube-selfcheck step-kube-selfcheck-node step-helm-check step-monitoring-check
+
+# --- builds: each thing once ------------------------------------------------------------------------------------
+step-toolchain:
+	@$(STEP) toolchain $(MAKE) --no-print-directory toolchain toolchain-static
+step-test-tools:
+	@$(STEP) test-tools $(MAKE) --no-print-directory test-tools
+# Every Go module of the run (the control plane and node, containerd, Prometheus, the collector) into the one module
+# cache, while the first builds use the CPU.
+step-go-download:
+	@$(STEP) go-download bash -c 'for module in $(GO_MODULES); do (cd $$module && go mod download -x) || exit 1; done'
+step-build: step-toolchain step-test-tools
+	@$(STEP) build $(MAKE) --no-print-directory build-release
+step-kube-build: step-test-tools step-go-download
+	@$(STEP) kube-build tests/kube/build.sh
+step-prometheus-build: step-go-download
+	@$(STEP) prometheus-build tests/monitoring/build.sh
+step-otelcol-build: step-go-download
+	@$(STEP) otelcol-build tests/otelcol/build.sh
+step-polyglot:
+	@$(STEP) polyglot $(MAKE) --no-print-directory polyglot
+step-machete-install: step-toolchain
+	@$(STEP) machete-install nice -n 10 $(MAKE) --no-print-directory machete-install
+step-image: step-build step-test-tools
+	@$(STEP) image deploy/image/build.sh --binary $(CI_OUT)/wasm-reconciler
+step-deploy-files: step-build
+	@$(STEP) deploy-files $(MAKE) --no-print-directory deploy-files-pack HOST_BIN=$(CI_OUT)/wasm-reconciler
+
+# --- checks -----------------------------------------------------------------------------------------------------
+step-fmt: step-toolchain
+	@$(STEP) fmt $(CARGO) fmt --all -- --check
+step-openapi:
+	@$(STEP) openapi python3 apiserver/tools/builtin_openapi.py --check
+# clippy over every target with the build's flags, in a target directory of its own so that it never holds the
+# build's lock (cargo lets one command at a time compile in a directory), sharing the guest components; at a lower
+# priority, so that it takes the CPU the builds and tests leave.
+step-clippy: step-toolchain step-test-tools
+	@CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/clippy WASM_RECONCILER_GUESTS_TARGET_DIR=$(CARGO_TARGET_DIR) \
+		$(STEP) clippy nice -n 10 $(CARGO) clippy $(CI_CARGO) --all-targets -- -D warnings
+step-unused-deps: step-machete-install
+	@$(STEP) unused-deps cargo machete
+step-kube-gotest: step-kube-build
+	@$(STEP) kube-gotest bash -c 'cd tests/kube && go test ./internal/...'
+step-kube-selfcheck: step-kube-build
+	@$(STEP) kube-selfcheck tests/kube/selfcheck.sh
+step-kube-selfcheck-node: step-kube-build step-test-tools
+	@$(STEP) kube-selfcheck-node tests/kube/selfcheck-node.sh
+step-helm-check: step-deploy-files step-kube-build
+	@$(STEP) helm-check tests/kube/helm-check.sh
+step-monitoring-check: step-build step-prometheus-build step-kube-build
+	@HOST_BIN=$(CI_OUT)/wasm-reconciler PLUGINS_WASM_DIR=$(WASM_OUT) $(STEP) monitoring-check tests/monitoring/check.sh
+
+# --- tests: every test binary of the build, each test once per server (tests/ci/accounting.py) --------------------
+step-test-unit: $(TEST_NEEDS)
+	@$(STEP) test-unit $(CARGO_TEST) test-unit $(CI_CARGO) --lib --bins --test plugins --test api
+step-test-doc: $(TEST_NEEDS)
+	@$(STEP) test-doc $(CARGO_TEST) test-doc $(CI_CARGO) --doc
+# The end-to-end suite (tests/all) on the embedded API server, then on a real kube-apiserver; three tests at a time,
+# as they mostly wait on servers and hosts.
+step-e2e-embedded: $(TEST_NEEDS)
+	@$(STEP) e2e-embedded $(CARGO_TEST) e2e-embedded $(CI_CARGO) --test all -- \
+		--skip real_only:: --skip faults:: --skip sharding:: --skip in_pod:: --test-threads=3
+step-e2e-real: $(TEST_NEEDS)
+	@E2E_SERVER=real $(STEP) e2e-real $(CARGO_TEST) e2e-real $(CI_CARGO) --test all -- \
+		--skip embedded_only:: --skip differential:: --skip faults:: --skip sharding:: --skip in_pod:: --test-threads=3
+# The fault plans (docs/fault-testing.md): host processes killed at every write, stale and hidden views, a sharded
+# member killed during a drain; several plans at once. Each run prints `plans N, passed N, failed 0`.
+step-faults-embedded: $(TEST_NEEDS) | step-e2e-embedded
+	@$(STEP) faults-embedded $(CARGO_TEST) faults-embedded $(CI_CARGO) --test all -- faults:: --nocapture
+step-faults-real: $(TEST_NEEDS) | step-e2e-real
+	@E2E_SERVER=real $(STEP) faults-real $(CARGO_TEST) faults-real $(CI_CARGO) --test all -- faults:: --nocapture
+# The sharding tests run several hosts on thousands of objects each.
+step-sharding-embedded: $(TEST_NEEDS) | step-faults-embedded
+	@$(STEP) sharding-embedded $(CARGO_TEST) sharding-embedded $(CI_CARGO) --test all -- sharding::
+step-sharding-real: $(TEST_NEEDS) | step-faults-real
+	@E2E_SERVER=real $(STEP) sharding-real $(CARGO_TEST) sharding-real $(CI_CARGO) --test all -- sharding::
+# The host as Pods on a real node (the image, deploy/ and the chart): one node at a time, after the node's own check,
+# and after helm-check, which writes the chart's example files.
+step-in-pod: $(TEST_NEEDS) step-image step-kube-selfcheck-node step-helm-check
+	@E2E_SERVER=real $(STEP) in-pod $(CARGO_TEST) in-pod $(CI_CARGO) --test all -- in_pod:: --test-threads=1 --nocapture
+
+.PHONY: test-steps step-toolchain step-test-tools step-go-download step-build step-kube-build step-prometheus-build \
+	step-otelcol-build step-polyglot step-machete-install step-image step-deploy-files step-fmt step-openapi \
+	step-clippy step-unused-deps step-kube-gotest step-kube-selfcheck step-kube-selfcheck-node step-helm-check \
+	step-monitoring-check step-test-unit step-test-doc step-e2e-embedded step-e2e-real step-faults-embedded \
+	step-faults-real step-sharding-embedded step-sharding-real step-in-pod
+
+# The Go modules `make test` builds from: the real control plane and node, containerd, Prometheus, the collector.
+GO_MODULES := tests/kube tests/kube/containerd tests/monitoring tests/otelcol
 
 ## test-tools: the Debian packages the checks use, installed when missing: jq, yq, curl; docker-registry (CNCF
 ## Distribution, the OCI registry the registry tests start); pdns-server with pdns-backend-sqlite3 and sqlite3 (the
@@ -100,16 +196,21 @@ test-tools:
 
 ## unused-deps: fail on a dependency a crate declares and does not use (cargo-machete, pinned, installed if missing).
 CARGO_MACHETE_VERSION := 0.9.1
-unused-deps:
+unused-deps: machete-install
+	cargo machete
+machete-install:
 	@cargo machete --version 2>/dev/null | grep -qx "$(CARGO_MACHETE_VERSION)" || \
 		$(CARGO) install cargo-machete --version $(CARGO_MACHETE_VERSION) --locked
-	cargo machete
 
 ## toolchain: the pinned Rust toolchain with the wasm32-wasip2 target.
 toolchain:
 	@command -v rustup >/dev/null || { echo "rustup is required: https://rustup.rs"; exit 1; }
 	@rustup toolchain install --profile minimal --component rustfmt,clippy $$(sed -n 's/^channel = "\(.*\)"/\1/p' rust-toolchain.toml) >/dev/null
 	@rustup target add $(WASM_TARGET) >/dev/null
+
+## toolchain-static: the target of the static host binary (build-release, make image).
+toolchain-static: toolchain
+	@rustup target add $(CI_TARGET) >/dev/null
 
 ## plugins: build the example plugins as WebAssembly components.
 plugins: toolchain
@@ -131,12 +232,21 @@ polyglot:
 ## image: the host image from the Dockerfile, built without a Docker engine (buildah) around a static musl binary,
 ## pushed to the loopback registry (storage in ~/.cache/wasm-reconciler/registry); prints its digest. With
 ## IMAGE_PUSH=registry.example.com/team/wasm-reconciler:0.1.0 it is pushed there instead (docs/deploy.md).
-image: toolchain test-tools
-	deploy/image/build.sh $(if $(IMAGE_PUSH),--push $(IMAGE_PUSH))
+image: test-tools build-release
+	deploy/image/build.sh --binary $(CI_OUT)/wasm-reconciler $(if $(IMAGE_PUSH),--push $(IMAGE_PUSH))
 
-## build: the host binary.
+## image-context: the image's build context for `docker build .` (dist/image: the static binary and the CA bundle).
+image-context: test-tools build-release
+	deploy/image/build.sh --binary $(CI_OUT)/wasm-reconciler --context
+
+## build: the host binary (dev profile), what `make dev` runs.
 build: toolchain
 	$(HOST_BUILD)
+
+## build-release: the static (musl) release build of the host binary and of every test, with the features of the
+## test run: what `make test` tests and `make image` ships ($(CI_OUT)/wasm-reconciler).
+build-release: toolchain-static test-tools
+	$(CARGO) build $(CI_CARGO) --bins --tests --examples
 
 ## crds: regenerate the example plugins' CRD manifests from their Rust types.
 crds:
@@ -146,16 +256,22 @@ crds:
 
 ## deploy-files: the generated parts of deploy/ (CRD copies, plugin ConfigMaps packed from fresh builds).
 deploy-files: plugins build
+	@$(MAKE) --no-print-directory deploy-files-pack
+# The packing alone, with HOST_BIN (the dev build unless given) and the components in WASM_OUT.
+HOST_BIN ?= $(CARGO_TARGET_DIR)/debug/wasm-reconciler
+deploy-files-pack:
 	@mkdir -p deploy/crds deploy/plugins
 	@for plugin in $(EXAMPLE_PLUGINS); do \
 		cp plugins/$$plugin/crd.yaml deploy/crds/$$plugin.yaml; \
-		$(CARGO_TARGET_DIR)/debug/wasm-reconciler plugin pack $(WASM_OUT)/$$plugin.wasm --name $$plugin --gzip -o deploy/plugins/$$plugin.yaml; \
+		$(HOST_BIN) plugin pack $(WASM_OUT)/$$plugin.wasm --name $$plugin --gzip -o deploy/plugins/$$plugin.yaml; \
 	done
 
 ## bench: the benchmarks; each writes its results under docs/benchmarks/.
-bench: toolchain
+bench: toolchain polyglot
 	$(CARGO) bench -p wasm-reconciler
 	$(CARGO) bench -p wasm-reconciler-apiserver
+	@# The Python and TypeScript components' per-reconcile time (docs/benchmarks/polyglot.md): an ignored test.
+	$(CARGO) test --release -p wasm-reconciler --test plugins polyglot::measure -- --ignored --nocapture
 
 # The peers' builds live outside the repository: the Go binary and the Kopf venv (pinned requirements).
 PEERS_CACHE ?= $(HOME)/.cache/wasm-reconciler/peers
@@ -253,4 +369,4 @@ monitoring-files:
 ## and test rules, then a real Prometheus (promtool and prometheus built from Go modules, cached under
 ## ~/.cache/wasm-reconciler/monitoring) scraping two hosts under load, every panel query and alert evaluated through it.
 monitoring-check: plugins build
-	HOST_BIN=$(CARGO_TARGET_DIR)/debug/wasm-reconciler PLUGINS_WASM_DIR=$(WASM_OUT) tests/monitoring/check.sh
+	HOST_BIN=$(HOST_BIN) PLUGINS_WASM_DIR=$(WASM_OUT) tests/monitoring/check.sh

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Builds the host image from the repository's Dockerfile, without a Docker engine, and publishes it.
+# Builds the host image from the repository's Dockerfile, without a Docker engine, and publishes it. The binary is the
+# static release build of `make test` (Makefile, CI_CARGO), the one the tests run; `make image` builds it first and
+# passes it here.
 #
-#   deploy/image/build.sh --context   only stage the build context: dist/image/wasm-reconciler (static musl
-#                                     binary, release profile, stripped) and dist/image/ca-certificates.crt
-#                                     (Debian's ca-certificates); then `docker build .` builds the same image
-#   deploy/image/build.sh             stage, build with buildah (vfs storage, no daemon), push to the loopback
-#                                     registry, print the digest
-#   deploy/image/build.sh --push REF  stage, build, push to REF (e.g. registry.example.com/team/wasm-reconciler:0.1.0,
-#                                     with buildah's usual credentials: `buildah login`, REGISTRY_AUTH_FILE)
+#   deploy/image/build.sh --binary BIN --context   only stage the build context: dist/image/wasm-reconciler (BIN,
+#                                                  stripped) and dist/image/ca-certificates.crt (Debian's
+#                                                  ca-certificates); then `docker build .` builds the same image
+#   deploy/image/build.sh --binary BIN             stage, build with buildah (vfs storage, no daemon), push to the
+#                                                  loopback registry, print the digest
+#   deploy/image/build.sh --binary BIN --push REF  stage, build, push to REF (e.g.
+#                                                  registry.example.com/team/wasm-reconciler:0.1.0, with buildah's
+#                                                  usual credentials: `buildah login`, REGISTRY_AUTH_FILE)
 #
 # The loopback registry is CNCF Distribution (Debian's docker-registry) on a free 127.0.0.1 port, started for the
 # push and stopped after it; its storage stays in ${WASM_RECONCILER_CACHE:-~/.cache/wasm-reconciler}/registry,
@@ -25,34 +28,41 @@ die() { say "error: $*"; exit 1; }
 
 mode=publish
 push_ref=""
-case "${1:-}" in
-"") ;;
---context) mode=context ;;
---push)
-	[[ -n ${2:-} ]] || die "--push needs an image reference"
-	push_ref=$2
-	;;
-*) die "unknown argument $1 (usage: build.sh [--context | --push REF])" ;;
-esac
+binary=""
+usage="usage: build.sh --binary BIN [--context | --push REF]"
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--binary)
+		[[ -n ${2:-} ]] || die "--binary needs the path of the static host binary ($usage)"
+		binary=$2
+		shift 2
+		;;
+	--context)
+		mode=context
+		shift
+		;;
+	--push)
+		[[ -n ${2:-} ]] || die "--push needs an image reference"
+		push_ref=$2
+		shift 2
+		;;
+	*) die "unknown argument $1 ($usage)" ;;
+	esac
+done
+[[ -n $binary ]] || die "no --binary: \`make image\` builds the static host binary and passes it ($usage)"
+[[ -x $binary ]] || die "$binary is not an executable: build it with \`make image\`"
 
-target=x86_64-unknown-linux-musl
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)"
 [[ -n $version ]] || die "no workspace version in Cargo.toml"
 cache="${WASM_RECONCILER_CACHE:-$HOME/.cache/wasm-reconciler}"
-target_dir="${CARGO_TARGET_DIR:-$root/target}"
 context="$root/dist/image"
 ca_bundle=/etc/ssl/certs/ca-certificates.crt
 
-command -v musl-gcc >/dev/null || die "musl-gcc is required to build the static binary (Debian package musl-tools)"
 [[ -f $ca_bundle ]] || die "$ca_bundle is missing (Debian package ca-certificates)"
-rustup target add "$target" >/dev/null
 
 # --- the build context -----------------------------------------------------------------------------------------
-say "building the host for $target (release)"
-# ring and psm compile C: musl-gcc is the C compiler of the musl target.
-CC_x86_64_unknown_linux_musl=musl-gcc cargo build --release --locked --target "$target" -p wasm-reconciler
 mkdir -p "$context"
-cp "$target_dir/$target/release/wasm-reconciler" "$context/wasm-reconciler.tmp"
+cp "$binary" "$context/wasm-reconciler.tmp"
 strip "$context/wasm-reconciler.tmp"
 mv "$context/wasm-reconciler.tmp" "$context/wasm-reconciler"
 cp "$ca_bundle" "$context/ca-certificates.crt"
