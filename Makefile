@@ -40,6 +40,9 @@ POLYGLOT_VENV ?= $(HOME)/.cache/wasm-reconciler/polyglot-venv
 endif
 POLYGLOT_VENV ?= $(CARGO_TARGET_DIR)/polyglot-venv
 
+comma := ,
+RUST_CHANNEL := $(shell sed -n 's/^channel = "\(.*\)"/\1/p' rust-toolchain.toml)
+
 .PHONY: dev test test-tools unused-deps machete-install toolchain toolchain-static plugins polyglot build build-release \
 	crds deploy-files deploy-files-pack bench clean-dev image image-context
 
@@ -202,15 +205,27 @@ machete-install:
 	@cargo machete --version 2>/dev/null | grep -qx "$(CARGO_MACHETE_VERSION)" || \
 		$(CARGO) install cargo-machete --version $(CARGO_MACHETE_VERSION) --locked
 
+# A rustup command, tried again while it fails: another build on the machine (or a cargo reading
+# rust-toolchain.toml) may be installing the same toolchain or target at that moment, and rustup then refuses with
+# "detected conflict" instead of waiting for it.
+define rustup_retry
+for attempt in 1 2 3 4 5 6; do \
+	error="$$(rustup $(1) 2>&1 >/dev/null)" && break; \
+	if [ $$attempt = 6 ]; then echo "$$error" >&2; exit 1; fi; \
+	echo "rustup $(1): $$(echo "$$error" | grep -m1 'error:' || echo "$$error" | tail -n1); trying again in 10 s" >&2; \
+	sleep 10; \
+done
+endef
+
 ## toolchain: the pinned Rust toolchain with the wasm32-wasip2 target.
 toolchain:
 	@command -v rustup >/dev/null || { echo "rustup is required: https://rustup.rs"; exit 1; }
-	@rustup toolchain install --profile minimal --component rustfmt,clippy $$(sed -n 's/^channel = "\(.*\)"/\1/p' rust-toolchain.toml) >/dev/null
-	@rustup target add $(WASM_TARGET) >/dev/null
+	@$(call rustup_retry,toolchain install --profile minimal --component rustfmt$(comma)clippy $(RUST_CHANNEL))
+	@$(call rustup_retry,target add $(WASM_TARGET))
 
 ## toolchain-static: the target of the static host binary (build-release, make image).
 toolchain-static: toolchain
-	@rustup target add $(CI_TARGET) >/dev/null
+	@$(call rustup_retry,target add $(CI_TARGET))
 
 ## plugins: build the example plugins as WebAssembly components.
 plugins: toolchain
