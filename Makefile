@@ -100,13 +100,14 @@ step-build: step-toolchain step-test-tools
 	@$(STEP) build $(MAKE) --no-print-directory build-release
 step-kube-build: step-test-tools step-go-download
 	@$(STEP) kube-build tests/kube/build.sh
-step-prometheus-build: step-go-download
+# Only the monitoring check needs Prometheus: it builds once the release build is done, when the tests leave CPU free.
+step-prometheus-build: step-go-download | step-build
 	@$(STEP) prometheus-build tests/monitoring/build.sh
 step-otelcol-build: step-go-download
 	@$(STEP) otelcol-build tests/otelcol/build.sh
 step-polyglot:
 	@$(STEP) polyglot $(MAKE) --no-print-directory polyglot
-step-machete-install: step-toolchain
+step-machete-install: step-toolchain | step-build
 	@$(STEP) machete-install nice -n 10 $(MAKE) --no-print-directory machete-install
 step-image: step-build step-test-tools
 	@$(STEP) image deploy/image/build.sh --binary $(CI_OUT)/wasm-reconciler
@@ -119,9 +120,9 @@ step-fmt: step-toolchain
 step-openapi:
 	@$(STEP) openapi python3 apiserver/tools/builtin_openapi.py --check
 # clippy over every target with the build's flags, in a target directory of its own so that it never holds the
-# build's lock (cargo lets one command at a time compile in a directory), sharing the guest components; at a lower
-# priority, so that it takes the CPU the builds and tests leave.
-step-clippy: step-toolchain step-test-tools
+# build's lock (cargo lets one command at a time compile in a directory), sharing the guest components; after the
+# release build and at a lower priority, so that it takes the CPU the tests leave while they wait on servers.
+step-clippy: step-toolchain step-test-tools | step-build
 	@CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/clippy WASM_RECONCILER_GUESTS_TARGET_DIR=$(CARGO_TARGET_DIR) \
 		$(STEP) clippy nice -n 10 $(CARGO) clippy $(CI_CARGO) --all-targets -- -D warnings
 step-unused-deps: step-machete-install

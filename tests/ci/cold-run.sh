@@ -47,7 +47,14 @@ for file in .gitconfig .npmrc .config/go; do
 	[[ -e $HOME/$file ]] && cp -r "$HOME/$file" "$home/$file"
 done
 rustup_home="${RUSTUP_HOME:-$HOME/.rustup}"
-cargo_bin="${CARGO_HOME:-$HOME/.cargo}/bin"
+# Only rustup and its proxies (cargo, rustc, …) from the machine's cargo bin directory, not the tools installed there
+# by `cargo install` (cargo-machete, which `make test` installs itself).
+machine_cargo_bin="${CARGO_HOME:-$HOME/.cargo}/bin"
+cargo_bin="$work/rustup-bin"
+mkdir -p "$cargo_bin"
+for tool in "$machine_cargo_bin"/*; do
+	[[ $tool -ef $machine_cargo_bin/rustup ]] && ln -s "$tool" "$cargo_bin/"
+done
 
 # What `make test` installs: the Rust targets and the Debian packages of `make test-tools` (but the CA bundle and
 # curl, which the machine's own tools use; the packages' dependencies stay, as `apt-get remove` leaves them).
