@@ -16,11 +16,11 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub use crate::client::host_client;
 pub use crate::fixture::WorldFixture;
 use crate::telemetry::traces::{Settings as TraceSettings, Traces};
 pub use check::{CheckArgs, CheckCommandError, plugin_check};
 pub use render::{RenderError, render_file};
-pub use run::host_client;
 
 /// Run Kubernetes controllers whose reconcile logic is a WebAssembly component.
 #[derive(Debug, Parser)]

@@ -123,14 +123,6 @@ pub(crate) async fn config(kubeconfig: Option<&std::path::Path>) -> Result<kube:
     Ok(config)
 }
 
-/// The client the host uses: kube's built-in retry of 429/503/504 (up to 15 attempts, delays up to 1000 s inside
-/// one request) is turned off, because it would hold a worker far longer than the workqueue's own per-key backoff,
-/// which retries failed reconciles anyway; watches and leader election have their own backoff too.
-pub fn host_client(mut config: kube::Config) -> Result<kube::Client, kube::Error> {
-    config.default_retry = false;
-    kube::Client::try_from(config)
-}
-
 /// Resolves on Ctrl-C or SIGTERM.
 pub(crate) async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();

@@ -89,14 +89,14 @@ pub enum ServeError {
 }
 
 /// Serves plugins until `shutdown` resolves; with leader election, only while leading. The host's client is made
-/// from `config` (see [`host_client`](super::run::host_client)); a plugin whose settings name a `serviceAccount` gets a
+/// from `config` (see [`host_client`](crate::client::host_client)); a plugin whose settings name a `serviceAccount` gets a
 /// client from the same configuration that impersonates that account.
 pub async fn serve(
     config: kube::Config,
     options: HostOptions,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
-    let client = super::run::host_client(config.clone()).map_err(ServeError::Client)?;
+    let client = crate::client::host_client(config.clone()).map_err(ServeError::Client)?;
     if options.install_crds {
         // `dev`: the WasmPlugin CRD too, so that `kubectl get wasmplugins` works there.
         match crate::delivery::directory::install_crd_documents(

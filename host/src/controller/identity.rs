@@ -49,7 +49,7 @@ impl Impersonation {
         if let Some(caches) = accounts.get(account) {
             return Ok(caches.clone());
         }
-        let client = crate::cli::host_client(impersonating(self.config.clone(), account))
+        let client = crate::client::host_client(impersonating(self.config.clone(), account))
             .map_err(|error| crate::error_chain(&error))?;
         let caches = Caches::new(client).acting_as(&account.to_string());
         accounts.insert(account.clone(), caches.clone());

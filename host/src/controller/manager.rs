@@ -21,6 +21,7 @@ use crate::runtime::cache::CacheError;
 use crate::shard::ShardLabels;
 use crate::shard::sharder::ShardedKinds;
 use crate::telemetry::Metrics;
+pub use crate::telemetry::plugin_status::{PluginState, PluginStates, Refusal, ServingVersion};
 
 struct Slot {
     sha256: String,
@@ -60,43 +61,6 @@ pub struct Manager {
 struct Record {
     source: Option<String>,
     last_refusal: Option<Refusal>,
-}
-
-/// A refused version of a plugin: when, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    /// RFC 3339, to the second.
-    pub time: String,
-    /// Why, as in the Event on its ConfigMap.
-    pub message: String,
-}
-
-/// One plugin as the host sees it now (see [`Manager::states`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PluginState {
-    /// The plugin's name.
-    pub name: String,
-    /// Where it comes from, when its source said.
-    pub source: Option<String>,
-    /// The version serving, if any.
-    pub serving: Option<ServingVersion>,
-    /// The last version refused, if any.
-    pub last_refusal: Option<Refusal>,
-}
-
-/// The serving version of a plugin.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServingVersion {
-    /// sha256 of the component, hex.
-    pub sha256: String,
-    /// Its WIT contract version.
-    pub contract: String,
-    /// The primary kind it reconciles.
-    pub primary: crate::plugin::Gvk,
-    /// When it started serving (RFC 3339).
-    pub since: String,
-    /// The primaries in its controller's cache; `None` while the controller waits for its kinds or caches.
-    pub objects: Option<usize>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -459,6 +423,16 @@ impl Manager {
             running,
             starter,
         }
+    }
+}
+
+impl PluginStates for Manager {
+    async fn states(&self) -> Vec<PluginState> {
+        Manager::states(self).await
+    }
+
+    async fn changed(&self) {
+        Manager::changed(self).await;
     }
 }
 

@@ -19,8 +19,6 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::Metrics;
-use crate::controller::Manager;
-use crate::controller::manager::PluginState;
 use crate::lease::Fence;
 
 /// The CRD, as `deploy/wasmplugins-crd.yaml` has it (`dev` installs it).
@@ -38,6 +36,52 @@ pub const FORGET_AFTER: Duration = Duration::from_secs(30);
 /// The label on every WasmPlugin the host writes.
 const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "wasm-reconciler");
 
+/// A refused version of a plugin: when, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// RFC 3339, to the second.
+    pub time: String,
+    /// Why, as in the Event on its ConfigMap.
+    pub message: String,
+}
+
+/// One plugin as the host sees it now (see [`PluginStates::states`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginState {
+    /// The plugin's name.
+    pub name: String,
+    /// Where it comes from, when its source said.
+    pub source: Option<String>,
+    /// The version serving, if any.
+    pub serving: Option<ServingVersion>,
+    /// The last version refused, if any.
+    pub last_refusal: Option<Refusal>,
+}
+
+/// The serving version of a plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServingVersion {
+    /// sha256 of the component, hex.
+    pub sha256: String,
+    /// Its WIT contract version.
+    pub contract: String,
+    /// The primary kind it reconciles.
+    pub primary: crate::plugin::Gvk,
+    /// When it started serving (RFC 3339).
+    pub since: String,
+    /// The primaries in its controller's cache; `None` while the controller waits for its kinds or caches.
+    pub objects: Option<usize>,
+}
+
+/// Where the status writer reads the plugins from (the controller layer's manager): what each serves, and a
+/// signal when any of them changed.
+pub trait PluginStates: Send + Sync + 'static {
+    /// Every plugin the host knows of, installed or refused, by name.
+    fn states(&self) -> impl Future<Output = Vec<PluginState>> + Send;
+    /// Resolves at the next change of a plugin: loaded, refused or removed.
+    fn changed(&self) -> impl Future<Output = ()> + Send;
+}
+
 /// The WasmPlugin kind.
 pub fn resource() -> ApiResource {
     ApiResource {
@@ -50,12 +94,12 @@ pub fn resource() -> ApiResource {
 }
 
 /// Writes WasmPlugin statuses for a term of serving.
-pub struct StatusWriter {
+pub struct StatusWriter<S> {
     api: Api<DynamicObject>,
     namespace: String,
     identity: String,
     sharded: bool,
-    manager: Manager,
+    manager: S,
     metrics: Option<Metrics>,
     fence: Fence,
     /// The status last written per plugin.
@@ -72,7 +116,7 @@ pub struct StatusWriter {
     unavailable: Option<(String, Instant)>,
 }
 
-impl std::fmt::Debug for StatusWriter {
+impl<S> std::fmt::Debug for StatusWriter<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StatusWriter")
             .field("namespace", &self.namespace)
@@ -81,14 +125,14 @@ impl std::fmt::Debug for StatusWriter {
     }
 }
 
-impl StatusWriter {
+impl<S: PluginStates> StatusWriter<S> {
     /// A writer of the plugins of `manager` into `namespace`, as host `identity`; every write is checked against
     /// `fence`.
     pub fn new(
         client: kube::Client,
         namespace: &str,
         identity: &str,
-        manager: Manager,
+        manager: S,
         metrics: Option<Metrics>,
         fence: Fence,
     ) -> Self {
