@@ -19,6 +19,7 @@ const GUESTS: &[(&str, &str)] = &[
     ("UNGRANTED", "test-guest-ungranted"),
     ("FLOOR", "test-guest-floor"),
     ("CONFIGMAPSET_V0_1", "test-guest-configmapset-v0-1"),
+    ("CLOCK", "test-guest-clock"),
 ];
 
 /// (constant name, file name) of every guest `make polyglot` builds into `<target>/polyglot/`.

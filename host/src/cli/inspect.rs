@@ -44,6 +44,12 @@ struct Inspection<'a> {
     /// It imports `variables`: it reads values its settings name under `variables`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     variables: bool,
+    /// It imports a clock (`wasi:clocks`): every reconcile calls it, resyncs of an unchanged world included.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    reads_clock: bool,
+    /// It imports randomness that differs between calls: every reconcile calls it, as with a clock.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    reads_randomness: bool,
 }
 
 pub(super) fn run(args: &InspectArgs) -> Result<(), Box<dyn std::error::Error>> {
@@ -62,6 +68,8 @@ pub(super) fn run(args: &InspectArgs) -> Result<(), Box<dyn std::error::Error>> 
         spec: plugin.spec(),
         outbound_http: plugin.capabilities().outbound_http,
         variables: plugin.capabilities().variables,
+        reads_clock: plugin.capabilities().clock,
+        reads_randomness: plugin.capabilities().randomness,
     };
     match args.output {
         Format::Yaml => print!("{}", serde_saphyr::to_string(&inspection)?),

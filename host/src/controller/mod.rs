@@ -83,14 +83,13 @@ impl Version {
     }
 
     /// Whether a call may be skipped when it would be given what the last successful one was: the logic is a pure
-    /// function of its view, reads and configuration (a component importing neither outbound HTTP nor variables, or
-    /// native logic). A plugin that imports either acts outside the cluster or reads Secrets, so it is always called.
+    /// function of its view, reads and configuration (a component importing no outbound HTTP, variables, clock or
+    /// call-to-call randomness, see [`Capabilities::is_pure`](crate::plugin::Capabilities::is_pure); or native
+    /// logic). A plugin that acts outside the cluster, reads Secrets, reads the time or draws random numbers is
+    /// always called: a resync of an unchanged world may be exactly when it must act.
     fn skippable(&self) -> bool {
         match &self.logic {
-            Logic::Wasm(plugin) => {
-                let capabilities = plugin.capabilities();
-                !capabilities.outbound_http && !capabilities.variables
-            }
+            Logic::Wasm(plugin) => plugin.capabilities().is_pure(),
             Logic::Native(_) => true,
         }
     }

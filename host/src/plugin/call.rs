@@ -133,6 +133,9 @@ impl WasiHttpView for CallState {
     }
 }
 
+/// What `wasi:random/insecure-seed` answers every call.
+const INSECURE_SEED: u128 = 0x7761_736d_2d72_6563_6f6e_6369_6c65_7221;
+
 /// Builds a store that grants the plugin nothing but bounded stdout/stderr and what `grants` allows (which only a
 /// contract 0.2 plugin's linker lets it use), with the limits in force.
 ///
@@ -147,11 +150,15 @@ pub(crate) fn new_store(
 ) -> Store<CallState> {
     let stdout = CapturedOutput::new(limits.max_output_bytes);
     let stderr = CapturedOutput::new(limits.max_output_bytes);
-    // No args, no environment, no preopened directories, no network: the builder grants none by default.
+    // No args, no environment, no preopened directories, no network: the builder grants none by default. The seed of
+    // `wasi:random/insecure-seed` (which Rust's `HashMap` seeds itself with) is the same on every call, so that a
+    // plugin's answer does not depend on it: the host skips calls for an unchanged world only for plugins whose
+    // answer is a function of their input (`Capabilities::is_pure`).
     let wasi = WasiCtx::builder()
         .stdout(stdout.clone())
         .stderr(stderr.clone())
         .allow_ip_name_lookup(false)
+        .insecure_random_seed(INSECURE_SEED)
         .build();
     let io = IoClock::new(limits.outbound_budget);
     let outbound = OutboundHooks::new(

@@ -17,6 +17,11 @@ const OUTBOUND_HTTP_IMPORT: &str = "wasi:http/outgoing-handler";
 const HTTP_PACKAGE: &str = "wasi:http/";
 /// Where a component's import of variables is named.
 const VARIABLES_IMPORT: &str = "wasm-reconciler:plugin/variables";
+/// The clocks: `wasi:clocks/wall-clock` and `wasi:clocks/monotonic-clock`.
+const CLOCKS_PACKAGE: &str = "wasi:clocks/";
+/// Randomness a call cannot repeat: `wasi:random/random` (secure) and `wasi:random/insecure`. Only
+/// `wasi:random/insecure-seed` (what Rust's `HashMap` seeds itself with) is answered alike on every call.
+const RANDOM_IMPORTS: [&str; 2] = ["wasi:random/random@", "wasi:random/insecure@"];
 
 /// A contract version this host serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -91,6 +96,10 @@ pub struct Capabilities {
     pub outbound_http: bool,
     /// It imports `variables`: it wants values from its settings' Secrets.
     pub variables: bool,
+    /// It imports a clock: what it answers may depend on when it is called.
+    pub clock: bool,
+    /// It imports randomness that differs from call to call (`wasi:random/random` or `wasi:random/insecure`).
+    pub randomness: bool,
 }
 
 impl Capabilities {
@@ -100,8 +109,17 @@ impl Capabilities {
         for import in imports {
             capabilities.outbound_http |= import.starts_with(OUTBOUND_HTTP_IMPORT);
             capabilities.variables |= import.starts_with(VARIABLES_IMPORT);
+            capabilities.clock |= import.starts_with(CLOCKS_PACKAGE);
+            capabilities.randomness |= RANDOM_IMPORTS.iter().any(|random| import.starts_with(random));
         }
         capabilities
+    }
+
+    /// Whether the component's answer is a function of what it is given alone: it imports no outbound HTTP, no
+    /// variables, no clock and no randomness that differs between calls. Only then may a call be skipped for an
+    /// unchanged world.
+    pub fn is_pure(&self) -> bool {
+        !(self.outbound_http || self.variables || self.clock || self.randomness)
     }
 
     /// The first import a contract 0.1 plugin may not have, named as the component imports it.
@@ -153,7 +171,8 @@ mod tests {
             Capabilities::of_imports(imports),
             Capabilities {
                 outbound_http: true,
-                variables: true
+                variables: true,
+                ..Capabilities::default()
             }
         );
         assert_eq!(
@@ -164,5 +183,24 @@ mod tests {
             Capabilities::of_imports(["wasi:io/poll@0.2.12"]),
             Capabilities::default()
         );
+    }
+
+    #[test]
+    fn a_clock_or_randomness_makes_a_component_impure() {
+        // What a Rust plugin imports: the seed of its HashMaps, answered alike on every call.
+        let rust = ["wasi:io/streams@0.2.12", "wasi:random/insecure-seed@0.2.12"];
+        assert!(Capabilities::of_imports(rust).is_pure());
+        for import in [
+            "wasi:clocks/wall-clock@0.2.12",
+            "wasi:clocks/monotonic-clock@0.2.0",
+            "wasi:random/random@0.2.12",
+            "wasi:random/insecure@0.2.0",
+            "wasi:http/outgoing-handler@0.2.12",
+            "wasm-reconciler:plugin/variables@0.2.0",
+        ] {
+            assert!(!Capabilities::of_imports([import]).is_pure(), "{import}");
+        }
+        let clock = Capabilities::of_imports(["wasi:clocks/wall-clock@0.2.12"]);
+        assert!(clock.clock && !clock.randomness);
     }
 }

@@ -205,6 +205,8 @@ impl PluginEngine {
             wit_version = %wit_version,
             outbound_http = capabilities.outbound_http,
             variables = capabilities.variables,
+            clock = capabilities.clock,
+            randomness = capabilities.randomness,
             "plugin loaded"
         );
         Ok(Plugin {
