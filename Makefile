@@ -312,6 +312,14 @@ bench-capacity: kube-harness
 	$(MAKE) --no-print-directory bench-peers PEERS_RUN="benches/peers/real.sh $$(tests/kube/build.sh --print-bin-dir)" \
 		PEERS_ARGS="capacity $(CAPACITY_ARGS)"
 
+.PHONY: bench-allocator
+## bench-allocator: the converge benchmark built static (musl) as the image is, with mimalloc (what ships) and with musl's own allocator (docs/benchmarks/allocator.md; writes allocator-mimalloc.md and allocator-musl.md there).
+bench-allocator: toolchain-static test-tools
+	CONVERGE_OUTPUT=$(CURDIR)/docs/benchmarks/allocator-mimalloc.md \
+		$(CARGO) bench --target $(CI_TARGET) -p wasm-reconciler --bench converge
+	CONVERGE_OUTPUT=$(CURDIR)/docs/benchmarks/allocator-musl.md \
+		$(CARGO) bench --target $(CI_TARGET) -p wasm-reconciler --features musl-allocator --bench converge
+
 .PHONY: bench-sharding
 ## bench-sharding: sharded mode with 1, 2 and 3 replicas at 30,000 cached objects: converge time, RSS per replica (docs/benchmarks/sharding.md; SHARDING_SETS=1000 etc.).
 bench-sharding: toolchain

@@ -22,7 +22,7 @@
 /// The allocator of static (musl) builds, the image's binary and the tests of `make test`: musl's own allocator
 /// serialises the threads that allocate, and a busy host spends its CPU waiting on it (measured in
 /// docs/benchmarks/allocator.md).
-#[cfg(target_env = "musl")]
+#[cfg(all(target_env = "musl", not(feature = "musl-allocator")))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
