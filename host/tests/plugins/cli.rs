@@ -26,6 +26,14 @@ fn inspect_prints_the_spec_of_both_example_plugins() {
     assert_eq!(inspection["spec"]["owns"][0]["kind"], "ConfigMap");
     assert_eq!(inspection["spec"]["finalizer"], "examples.wasm-reconciler.io/drain");
     assert_eq!(inspection["sha256"].as_str().unwrap().len(), 64);
+    // A Rust plugin with HashMaps imports only the fixed seed: no clock, no per-call randomness.
+    assert_eq!(inspection.get("readsClock"), None, "{inspection}");
+    assert_eq!(inspection.get("readsRandomness"), None, "{inspection}");
+
+    let output = wasm_reconciler(&["plugin", "inspect", wasm_reconciler_artifacts::CLOCK]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let inspection: serde_json::Value = serde_saphyr::from_slice(&output.stdout).unwrap();
+    assert_eq!(inspection["readsClock"], true, "{inspection}");
 
     let output = wasm_reconciler(&["plugin", "inspect", WEBAPP, "-o", "json"]);
     assert!(output.status.success(), "{}", text(&output.stderr));
