@@ -6,13 +6,14 @@
 //!
 //! - `leave-alone-at-zero`: at zero replicas it leaves its children alone (what a `child()` loop that ran zero
 //!   times used to mean), so the ConfigMaps of before stay;
-//! - `nondeterministic`: the status lists keys in the iteration order of a randomly seeded hash map;
+//! - `nondeterministic`: the status carries the nanoseconds of the wall clock when it was called (a hash map's order
+//!   would not do: the host gives every call the same `HashMap` seed);
 //! - `requeue-churn`: asks for a requeue after a second on every reconcile, with nothing left to do;
 //! - `sticky-status`: above three replicas it sets `status.warning`, and never clears it;
 //! - `panic-at-five`: panics at five replicas;
 //! - `status-outside-schema`: writes `status.extra`, which the CRD's schema does not have.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -60,8 +61,11 @@ impl Reconciler for FlawedReconciler {
         match flaw.as_str() {
             "leave-alone-at-zero" if spec.replicas == 0 => outcome = outcome.leave_children_alone(),
             "nondeterministic" => {
-                let keys: HashMap<String, u32> = (0..16).map(|n| (format!("key-{n}"), n)).collect();
-                status.insert("order".into(), json!(keys.keys().collect::<Vec<_>>()));
+                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+                status.insert(
+                    "calledAtNanos".into(),
+                    json!(now.map_or(0, |since| since.subsec_nanos())),
+                );
             }
             "requeue-churn" => outcome = outcome.requeue_after(Duration::from_secs(1)),
             "sticky-status" if spec.replicas > 3 => {
