@@ -22,8 +22,7 @@ TEST_FEATURES := --features configmapset/crd,webapp/crd,dnsrecord/crd
 # The one build of `make test`: every test and the host binary that the image (`make image`) ships, as static
 # (musl) release builds, compiled once. The tests run that very binary (`wasm-reconciler run` processes, the image
 # in Pods), so what ships is what was tested. Every cargo command of the run passes these flags: with the same
-# packages, features and profile they resolve alike and reuse each other's units (clippy shares the build scripts
-# and proc macros).
+# packages, features and profile they resolve alike, and the test steps reuse the build's units.
 CI_TARGET := x86_64-unknown-linux-musl
 CI_CARGO := --release --locked --target $(CI_TARGET) --workspace $(TEST_FEATURES)
 CI_OUT := $(CARGO_TARGET_DIR)/$(CI_TARGET)/release

@@ -20,8 +20,8 @@
 //! 8. [`cli`]: the command line.
 
 /// The allocator of static (musl) builds, the image's binary and the tests of `make test`: musl's own allocator
-/// serialises the threads that allocate. Against it, mimalloc halves the host's CPU and doubles its throughput, and
-/// holds 3.5-4 times the memory (docs/benchmarks/allocator.md).
+/// serialises the threads that allocate. Against it, mimalloc cuts the host's CPU by about 40 % and doubles its
+/// throughput, and holds 3.5-4 times the memory (docs/benchmarks/allocator.md).
 #[cfg(all(target_env = "musl", not(feature = "musl-allocator")))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
