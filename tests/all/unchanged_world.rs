@@ -58,19 +58,31 @@ async fn wait_skipped(host: &HostProcess, skipped: f64) -> (f64, f64) {
     .await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn resyncs_of_an_unchanged_world_call_nothing_and_changes_are_still_followed() -> anyhow::Result<()> {
-    let cluster = Cluster::start().await?;
-    let admin = cluster.client().await?;
-    create_namespace(&admin, HOST_NAMESPACE).await?;
-    create_namespace(&admin, NAMESPACE).await?;
-    install_crd(&admin, MIRROR_CRD).await?;
-    let mut plugin = packed(wasm_reconciler_artifacts::MIRROR, "mirror", None, false)?;
+/// The host's and the workload's namespaces, the CRD at `crd`, and plugin `name` (the component at `wasm`) delivered
+/// as a ConfigMap whose settings resync every second; the ConfigMap, to change its settings later.
+async fn install_resyncing_plugin(
+    admin: &kube::Client,
+    crd: &str,
+    wasm: &str,
+    name: &str,
+) -> anyhow::Result<ConfigMap> {
+    create_namespace(admin, HOST_NAMESPACE).await?;
+    create_namespace(admin, NAMESPACE).await?;
+    install_crd(admin, crd).await?;
+    let mut plugin = packed(wasm, name, None, false)?;
     plugin
         .data
         .get_or_insert_default()
         .insert("settings.yaml".into(), "resync: 1s\n".into());
-    apply_config_map(&admin, &plugin).await?;
+    apply_config_map(admin, &plugin).await?;
+    Ok(plugin)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resyncs_of_an_unchanged_world_call_nothing_and_changes_are_still_followed() -> anyhow::Result<()> {
+    let cluster = Cluster::start().await?;
+    let admin = cluster.client().await?;
+    let mut plugin = install_resyncing_plugin(&admin, MIRROR_CRD, wasm_reconciler_artifacts::MIRROR, "mirror").await?;
     let sources: Api<ConfigMap> = Api::namespaced(admin.clone(), NAMESPACE);
     let source: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "source"}, "data": {"version": "v1"}}))?;
     sources.create(&PostParams::default(), &source).await?;
@@ -135,15 +147,7 @@ async fn a_plugin_that_reads_the_clock_is_called_on_every_resync() -> anyhow::Re
     const EXPIRES_IN: Duration = Duration::from_secs(15);
     let cluster = Cluster::start().await?;
     let admin = cluster.client().await?;
-    create_namespace(&admin, HOST_NAMESPACE).await?;
-    create_namespace(&admin, NAMESPACE).await?;
-    install_crd(&admin, ECHO_CRD).await?;
-    let mut plugin = packed(wasm_reconciler_artifacts::CLOCK, "clock", None, false)?;
-    plugin
-        .data
-        .get_or_insert_default()
-        .insert("settings.yaml".into(), "resync: 1s\n".into());
-    apply_config_map(&admin, &plugin).await?;
+    install_resyncing_plugin(&admin, ECHO_CRD, wasm_reconciler_artifacts::CLOCK, "clock").await?;
     let host = HostProcess::start(cluster.dir.path(), &cluster.kubeconfig, "h0", &[])?;
     host.wait_ready(Duration::from_secs(60)).await;
 
