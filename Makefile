@@ -63,7 +63,7 @@ dev: plugins polyglot build
 # The steps below run TEST_JOBS at a time, as soon as what they need is built (docs/contributing.md, "make test"):
 # each writes its output to $(TEST_LOGS)/<step>.log and prints a line when it starts, one a minute while it runs, one
 # when it ends, and the end of its log when it fails. $(TEST_LOGS)/steps.tsv keeps each step's times.
-TEST_JOBS ?= 4
+TEST_JOBS ?= 6
 TEST_LOGS := $(CARGO_TARGET_DIR)/make-test
 STEP := tests/ci/step.sh
 CARGO_TEST := tests/ci/cargo-test.sh
@@ -78,13 +78,19 @@ test:
 	[[ $$status == 0 ]] || exit $$status; \
 	python3 tests/ci/accounting.py $(TEST_LOGS) -- $(CI_CARGO)
 
-# What every test step needs first: the builds, and deploy/'s generated files (the kustomize and chart tests read them).
-TEST_NEEDS := step-build step-polyglot step-kube-build step-otelcol-build step-test-tools step-deploy-files
-# The steps, the long ones first. Two lanes keep one server's suites apart: the fault plans run several hosts at once
-# and the sharding tests thousands of objects, so each waits for the suite before it on its server.
-test-steps: step-e2e-real step-faults-real step-sharding-real step-in-pod step-e2e-embedded step-faults-embedded \
-	step-sharding-embedded step-test-unit step-test-doc step-clippy step-fmt step-openapi step-unused-deps \
-	step-kube-gotest step-kube-selfcheck step-kube-selfcheck-node step-helm-check step-monitoring-check
+# What the longest suites need first: the first build (the host and the test binaries `all` and `plugins`), the other
+# builds, and deploy/'s generated files (the kustomize and chart tests read them). They start while the rest of the
+# workspace builds (step-build); the other test steps need that too.
+FIRST_NEEDS := step-build-first step-polyglot step-kube-build step-otelcol-build step-test-tools step-deploy-files
+TEST_NEEDS := $(FIRST_NEEDS) step-build
+# cargo's messages of the first build: where its test binaries are (tests/ci/cargo-test.sh --exe).
+export CI_FIRST_BUILD := $(TEST_LOGS)/build-first.json
+# The steps, in the order they take free slots: the long chains first, the checks that only use CPU last. Two lanes
+# keep one server's suites apart: the fault plans run several hosts at once and the sharding tests thousands of
+# objects, so each waits for the suite before it on its server.
+test-steps: step-e2e-real step-faults-real step-sharding-real step-e2e-embedded step-faults-embedded \
+	step-sharding-embedded step-test-plugins step-in-pod step-test-unit step-test-doc step-clippy step-fmt step-openapi \
+	step-kube-gotest step-kube-selfcheck step-kube-selfcheck-node step-helm-check step-unused-deps step-monitoring-check
 
 # --- builds: each thing once ------------------------------------------------------------------------------------
 step-toolchain:
@@ -95,7 +101,9 @@ step-test-tools:
 # cache, while the first builds use the CPU.
 step-go-download:
 	@$(STEP) go-download bash -c 'for module in $(GO_MODULES); do (cd $$module && go mod download -x) || exit 1; done'
-step-build: step-toolchain step-test-tools
+step-build-first: step-toolchain step-test-tools
+	@$(STEP) build-first $(MAKE) --no-print-directory build-release-first
+step-build: step-toolchain step-test-tools | step-build-first
 	@$(STEP) build $(MAKE) --no-print-directory build-release
 step-kube-build: step-test-tools step-go-download
 	@$(STEP) kube-build tests/kube/build.sh
@@ -107,10 +115,10 @@ step-otelcol-build: step-go-download
 step-polyglot:
 	@$(STEP) polyglot $(MAKE) --no-print-directory polyglot
 step-machete-install: step-toolchain | step-build
-	@$(STEP) machete-install nice -n 10 $(MAKE) --no-print-directory machete-install
-step-image: step-build step-test-tools
+	@$(STEP) machete-install nice -n 10 $(MAKE) --no-print-directory machete-install MACHETE_PROFILE=--debug
+step-image: step-build-first step-test-tools
 	@$(STEP) image deploy/image/build.sh --binary $(CI_OUT)/wasm-reconciler
-step-deploy-files: step-build
+step-deploy-files: step-build-first
 	@$(STEP) deploy-files $(MAKE) --no-print-directory deploy-files-pack HOST_BIN=$(CI_OUT)/wasm-reconciler
 
 # --- checks -----------------------------------------------------------------------------------------------------
@@ -139,38 +147,41 @@ step-monitoring-check: step-build step-prometheus-build step-kube-build
 
 # --- tests: every test binary of the build, each test once per server (tests/ci/accounting.py) --------------------
 step-test-unit: $(TEST_NEEDS)
-	@$(STEP) test-unit $(CARGO_TEST) test-unit $(CI_CARGO) --lib --bins --test plugins --test api
+	@$(STEP) test-unit $(CARGO_TEST) test-unit $(CI_CARGO) --lib --bins --test api
+# The plugin tests (host/tests/plugins): the SDKs' scaffolds built and tested in Rust, Python and TypeScript.
+step-test-plugins: $(FIRST_NEEDS)
+	@$(STEP) test-plugins $(CARGO_TEST) test-plugins --exe plugins
 step-test-doc: $(TEST_NEEDS)
 	@$(STEP) test-doc $(CARGO_TEST) test-doc $(CI_CARGO) --doc
 # The end-to-end suite (tests/all) on the embedded API server, then on a real kube-apiserver; three tests at a time,
 # as they mostly wait on servers and hosts.
-step-e2e-embedded: $(TEST_NEEDS)
-	@$(STEP) e2e-embedded $(CARGO_TEST) e2e-embedded $(CI_CARGO) --test all -- \
+step-e2e-embedded: $(FIRST_NEEDS)
+	@$(STEP) e2e-embedded $(CARGO_TEST) e2e-embedded --exe all -- \
 		--skip real_only:: --skip faults:: --skip sharding:: --skip in_pod:: --test-threads=3
-step-e2e-real: $(TEST_NEEDS)
-	@E2E_SERVER=real $(STEP) e2e-real $(CARGO_TEST) e2e-real $(CI_CARGO) --test all -- \
+step-e2e-real: $(FIRST_NEEDS)
+	@E2E_SERVER=real $(STEP) e2e-real $(CARGO_TEST) e2e-real --exe all -- \
 		--skip embedded_only:: --skip differential:: --skip faults:: --skip sharding:: --skip in_pod:: --test-threads=3
 # The fault plans (docs/fault-testing.md): host processes killed at every write, stale and hidden views, a sharded
 # member killed during a drain; several plans at once. Each run prints `plans N, passed N, failed 0`.
-step-faults-embedded: $(TEST_NEEDS) | step-e2e-embedded
-	@$(STEP) faults-embedded $(CARGO_TEST) faults-embedded $(CI_CARGO) --test all -- faults:: --nocapture
-step-faults-real: $(TEST_NEEDS) | step-e2e-real
-	@E2E_SERVER=real $(STEP) faults-real $(CARGO_TEST) faults-real $(CI_CARGO) --test all -- faults:: --nocapture
+step-faults-embedded: $(FIRST_NEEDS) | step-e2e-embedded
+	@$(STEP) faults-embedded $(CARGO_TEST) faults-embedded --exe all -- faults:: --nocapture
+step-faults-real: $(FIRST_NEEDS) | step-e2e-real
+	@E2E_SERVER=real $(STEP) faults-real $(CARGO_TEST) faults-real --exe all -- faults:: --nocapture
 # The sharding tests run several hosts on thousands of objects each.
-step-sharding-embedded: $(TEST_NEEDS) | step-faults-embedded
-	@$(STEP) sharding-embedded $(CARGO_TEST) sharding-embedded $(CI_CARGO) --test all -- sharding::
-step-sharding-real: $(TEST_NEEDS) | step-faults-real
-	@E2E_SERVER=real $(STEP) sharding-real $(CARGO_TEST) sharding-real $(CI_CARGO) --test all -- sharding::
+step-sharding-embedded: $(FIRST_NEEDS) | step-faults-embedded
+	@$(STEP) sharding-embedded $(CARGO_TEST) sharding-embedded --exe all -- sharding::
+step-sharding-real: $(FIRST_NEEDS) | step-faults-real
+	@E2E_SERVER=real $(STEP) sharding-real $(CARGO_TEST) sharding-real --exe all -- sharding::
 # The host as Pods on a real node (the image, deploy/ and the chart): one node at a time, after the node's own check,
 # and after helm-check, which writes the chart's example files.
-step-in-pod: $(TEST_NEEDS) step-image step-kube-selfcheck-node step-helm-check
-	@E2E_SERVER=real $(STEP) in-pod $(CARGO_TEST) in-pod $(CI_CARGO) --test all -- in_pod:: --test-threads=1 --nocapture
+step-in-pod: $(FIRST_NEEDS) step-image step-kube-selfcheck-node step-helm-check
+	@E2E_SERVER=real $(STEP) in-pod $(CARGO_TEST) in-pod --exe all -- in_pod:: --test-threads=1 --nocapture
 
 .PHONY: test-steps step-toolchain step-test-tools step-go-download step-build step-kube-build step-prometheus-build \
 	step-otelcol-build step-polyglot step-machete-install step-image step-deploy-files step-fmt step-openapi \
 	step-clippy step-unused-deps step-kube-gotest step-kube-selfcheck step-kube-selfcheck-node step-helm-check \
 	step-monitoring-check step-test-unit step-test-doc step-e2e-embedded step-e2e-real step-faults-embedded \
-	step-faults-real step-sharding-embedded step-sharding-real step-in-pod
+	step-faults-real step-sharding-embedded step-sharding-real step-in-pod step-build-first step-test-plugins
 
 # The Go modules `make test` builds from: the real control plane and node, containerd, Prometheus, the collector.
 GO_MODULES := tests/kube tests/kube/containerd tests/monitoring tests/otelcol
@@ -203,7 +214,7 @@ unused-deps: machete-install
 	cargo machete
 machete-install:
 	@cargo machete --version 2>/dev/null | grep -qx "$(CARGO_MACHETE_VERSION)" || \
-		$(CARGO) install cargo-machete --version $(CARGO_MACHETE_VERSION) --locked
+		$(CARGO) install cargo-machete --version $(CARGO_MACHETE_VERSION) --locked $(MACHETE_PROFILE)
 
 # A rustup command, tried again while it fails: another build on the machine (or a cargo reading
 # rust-toolchain.toml) may be installing the same toolchain or target at that moment, and rustup then refuses with
@@ -262,6 +273,14 @@ build: toolchain
 ## test run: what `make test` tests and `make image` ships ($(CI_OUT)/wasm-reconciler).
 build-release: toolchain-static test-tools
 	$(CARGO) build $(CI_CARGO) --bins --tests --examples
+
+# The first part of build-release, in make test: the host binary and the test binaries of the longest suites, with the
+# same flags (so the rest reuses every unit), and cargo's messages in $(CI_FIRST_BUILD).
+build-release-first: toolchain-static test-tools
+	@mkdir -p $(dir $(CI_FIRST_BUILD))
+	$(CARGO) build $(CI_CARGO) --bin wasm-reconciler --test all --test plugins --message-format json-render-diagnostics \
+		>$(CI_FIRST_BUILD).partial
+	@mv $(CI_FIRST_BUILD).partial $(CI_FIRST_BUILD)
 
 ## crds: regenerate the example plugins' CRD manifests from their Rust types.
 crds:
