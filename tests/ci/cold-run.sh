@@ -6,7 +6,7 @@
 #
 #   tests/ci/cold-run.sh [--jobs N] [--beside] [--label TEXT] [--results FILE] [--keep]
 #
-#   --jobs N    TEST_JOBS, the steps run at a time (4 by default; 1 measures every step alone, one after another)
+#   --jobs N    TEST_JOBS, the steps run at a time (the Makefile's by default; 1 measures every step alone, one after another)
 #   --beside    a second cold build runs beside it, as on a shared machine: `cargo build --workspace --all-targets`
 #               of another fresh clone, with a cargo home and target directory of its own; its time is recorded too
 #   --keep      keep the work directory (the clone, HOME and logs) instead of removing it
@@ -19,7 +19,7 @@ repository="$(cd "$here/../.." && pwd)"
 say() { printf 'cold-run: %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }
 
-jobs=4
+jobs=$(sed -n "s/^TEST_JOBS ?= \\(.*\\)/\\1/p" "$(dirname "$0")/../../Makefile")
 beside=false
 label=""
 results="$repository/docs/benchmarks/make-test.md"
