@@ -124,7 +124,8 @@ step-deploy-files: step-build-first
 # --- checks -----------------------------------------------------------------------------------------------------
 step-fmt: step-toolchain
 	@$(STEP) fmt $(CARGO) fmt --all -- --check
-step-openapi:
+# The built-in kinds' OpenAPI documents are compared with those of the Kubernetes module go-download fetches.
+step-openapi: step-go-download
 	@$(STEP) openapi python3 apiserver/tools/builtin_openapi.py --check
 # clippy over every target with the build's flags, in a target directory of its own so that it never holds the
 # build's lock (cargo lets one command at a time compile in a directory), sharing the guest components; after the
