@@ -46,7 +46,8 @@ RUST_CHANNEL := $(shell sed -n 's/^channel = "\(.*\)"/\1/p' rust-toolchain.toml)
 	crds deploy-files deploy-files-pack bench clean-dev image image-context
 
 ## dev: build the example plugins and run the embedded API server + host with them (prints the kubeconfig path).
-dev: plugins polyglot build
+## It loads the Rust plugins only, so it needs neither Python nor Node (`make polyglot` builds the other ports).
+dev: plugins build
 	@mkdir -p $(DEV_DIR)/plugins
 	@for plugin in $(EXAMPLE_PLUGINS); do \
 		mkdir -p $(DEV_DIR)/plugins/$$plugin; \
