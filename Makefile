@@ -104,8 +104,9 @@ step-go-download:
 	@$(STEP) go-download bash -c 'for module in $(GO_MODULES); do (cd $$module && go mod download -x) || exit 1; done'
 step-build-first: step-toolchain step-test-tools
 	@$(STEP) build-first $(MAKE) --no-print-directory build-release-first
+# The rest of the build at a lower priority: the suites that started after build-first run servers with deadlines.
 step-build: step-toolchain step-test-tools | step-build-first
-	@$(STEP) build $(MAKE) --no-print-directory build-release
+	@$(STEP) build nice -n 10 $(MAKE) --no-print-directory build-release
 step-kube-build: step-test-tools step-go-download
 	@$(STEP) kube-build tests/kube/build.sh
 # Only the monitoring check needs Prometheus: it builds once the release build is done, when the tests leave CPU free.
