@@ -47,9 +47,7 @@ pub fn reconcile_v0_3<T: Reconciler>(view: &lent_view::WorldView) -> Result<cont
     )
     .map_err(|error| error.to_string())?;
     let outcome = T::reconcile(sdk_view).map_err(|error| error.to_string())?;
-    let parts = outcome
-        .into_parts(|| !T::describe().owns.is_empty())
-        .map_err(|error| error.to_string())?;
+    let parts = outcome.into_parts().map_err(|error| error.to_string())?;
     Ok(controller_v0_3::Outcome {
         children: parts.children.map(|children| {
             children

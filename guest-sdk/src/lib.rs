@@ -100,7 +100,7 @@ struct PluginGuideExamples;
 
 pub use error::Error;
 pub use meta::ObjectMeta;
-pub use outcome::Outcome;
+pub use outcome::{Decided, Outcome, Undecided};
 pub use wasm_reconciler_contract::{Condition, ConditionStatus, ControllerSpec, Event, EventType, Gvk};
 pub use world_view::{ObservedChild, WorldView};
 
@@ -145,7 +145,7 @@ pub trait Reconciler {
 ///         ControllerSpec::new(Gvk::new("example.com", "v1", "Widget"))
 ///     }
 ///     fn reconcile(_view: WorldView) -> Result<Outcome, Error> {
-///         Ok(Outcome::new())
+///         Ok(Outcome::new().leave_children_alone())
 ///     }
 /// }
 ///

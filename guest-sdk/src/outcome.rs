@@ -1,6 +1,7 @@
 //! The plugin's answer: desired children, status, conditions, events, requeue and finalization.
 
 use std::cell::OnceCell;
+use std::marker::PhantomData;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -20,12 +21,24 @@ use crate::{Condition, Error, Event};
 ///   every child you want on every reconcile, not only the changed ones.
 /// - [`leave_children_alone`](Self::leave_children_alone) leaves the observed children as they are.
 ///
-/// An outcome that made neither choice (`Outcome::new()` with no `child` call, as after a `child()` loop
-/// that ran zero times) is refused when it is handed to the host of a plugin that owns kinds: the reconcile
-/// fails with a message naming both calls, rather than silently keeping children the plugin no longer
-/// wants. Build a set that comes from a loop with `children(iter)`, which declares the set even when the
-/// iterator is empty. A plugin that owns no kind needs neither call. Declaring children and leaving them
-/// alone in one outcome is a build error.
+/// The choice is checked by the compiler. [`Outcome::new`] is an `Outcome<Undecided>`; the calls above make it
+/// an [`Outcome`] (`Outcome<Decided>`), which is what [`Reconciler::reconcile`](crate::Reconciler::reconcile)
+/// returns. So an outcome that says nothing about children, on any path of the plugin, does not compile:
+///
+/// ```compile_fail,E0308
+/// use wasm_reconciler_sdk::{Error, Outcome, WorldView};
+///
+/// fn reconcile(view: WorldView) -> Result<Outcome, Error> {
+///     // expected `Outcome<Decided>`, found `Outcome<Undecided>`
+///     Ok(Outcome::new().status(&serde_json::json!({"name": view.name()})))
+/// }
+/// ```
+///
+/// Nor does a `child` loop (its outcome changes type on the first child, and the loop may run zero times,
+/// which would declare nothing): build a set that comes from a loop with `children(iter)`, which declares the
+/// set even when the iterator is empty. A plugin that owns no kind says `leave_children_alone()`: there are
+/// none. Leaving children alone after declaring some does not compile either; declaring children after
+/// leaving them alone is a build error, returned when the outcome is handed to the host.
 ///
 /// k8s-openapi types serialise their `apiVersion` and `kind`; for your own serde types set them yourself.
 /// A child must be a JSON object with `apiVersion`, `kind` and `metadata.name`; the host fills in the
@@ -63,8 +76,8 @@ use crate::{Condition, Error, Event};
 /// let waiting = Outcome::new().leave_children_alone();
 /// assert!(waiting.leaves_children_alone() && waiting.desired_children().is_none());
 /// ```
-#[derive(Debug, Clone, Default)]
-pub struct Outcome {
+#[derive(Debug, Clone)]
+pub struct Outcome<Children = Decided> {
     /// Each desired child as handed to the host: whole JSON text, or a base and a merge patch.
     children: Option<Vec<DesiredChild>>,
     /// JSON text of the objects children are made from with [`child_from_base`](Self::child_from_base).
@@ -81,10 +94,27 @@ pub struct Outcome {
     /// JSON trees of the children and the status, built on first use of the accessors (tests read them).
     children_json: OnceCell<Option<Vec<Value>>>,
     status_json: OnceCell<Option<Value>>,
+    choice: PhantomData<fn() -> Children>,
+}
+
+/// The state of an [`Outcome`] that has not yet said what to do with children: what [`Outcome::new`] makes.
+/// It cannot be returned from [`Reconciler::reconcile`](crate::Reconciler::reconcile).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Undecided {}
+
+/// The state of an [`Outcome`] that declared its children or leaves them alone: what
+/// [`Reconciler::reconcile`](crate::Reconciler::reconcile) returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decided {}
+
+impl Default for Outcome<Undecided> {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// Two outcomes are equal when they hand the host the same answer.
-impl PartialEq for Outcome {
+impl<Children> PartialEq for Outcome<Children> {
     fn eq(&self, other: &Self) -> bool {
         self.children == other.children
             && self.bases == other.bases
@@ -98,12 +128,54 @@ impl PartialEq for Outcome {
     }
 }
 
-impl Outcome {
+impl Outcome<Undecided> {
     /// An outcome that reports nothing and has not yet said what to do with children: call
     /// [`children`](Self::children) (or [`child`](Self::child)) or
-    /// [`leave_children_alone`](Self::leave_children_alone) if the plugin owns kinds.
+    /// [`leave_children_alone`](Self::leave_children_alone) before returning it.
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            children: None,
+            bases: Vec::new(),
+            leave_children_alone: false,
+            status: None,
+            conditions: Vec::new(),
+            events: Vec::new(),
+            requeue_after_ms: None,
+            finalized: false,
+            first_error: None,
+            children_json: OnceCell::new(),
+            status_json: OnceCell::new(),
+            choice: PhantomData,
+        }
+    }
+
+    /// Leaves the observed children as they are: nothing is applied and nothing is deleted (the host still
+    /// writes the status, conditions and events of this outcome). Only an outcome that declared no children
+    /// can leave them alone.
+    pub fn leave_children_alone(self) -> Outcome {
+        let mut outcome = self.decide();
+        outcome.leave_children_alone = true;
+        outcome
+    }
+}
+
+impl<Children> Outcome<Children> {
+    /// The same outcome, having said what to do with children.
+    fn decide(self) -> Outcome {
+        Outcome {
+            children: self.children,
+            bases: self.bases,
+            leave_children_alone: self.leave_children_alone,
+            status: self.status,
+            conditions: self.conditions,
+            events: self.events,
+            requeue_after_ms: self.requeue_after_ms,
+            finalized: self.finalized,
+            first_error: self.first_error,
+            children_json: self.children_json,
+            status_json: self.status_json,
+            choice: PhantomData,
+        }
     }
 
     /// Adds one desired child (any serialisable Kubernetes object) to the complete desired set.
@@ -111,39 +183,41 @@ impl Outcome {
     /// The child is serialised to JSON text here, once; the host parses that text. For children built in a
     /// loop, prefer [`children`](Self::children): a loop of `child` calls that runs zero times declares
     /// nothing.
-    pub fn child(mut self, child: &impl Serialize) -> Self {
-        self.check_not_left_alone();
-        let position = self.children.as_ref().map_or(0, Vec::len);
+    pub fn child(self, child: &impl Serialize) -> Outcome {
+        let mut this = self.decide();
+        this.check_not_left_alone();
+        let position = this.children.as_ref().map_or(0, Vec::len);
         let child = serde_json::to_string(child)
             .map_err(Error::from)
             .and_then(|text| check_child(&text).map(|()| text))
             .map_err(|error| error.context(format_args!("desired child #{position}")));
-        self.children_json = OnceCell::new();
+        this.children_json = OnceCell::new();
         match child {
-            Ok(child) => self
+            Ok(child) => this
                 .children
                 .get_or_insert_with(Vec::new)
                 .push(DesiredChild::Whole(child)),
             Err(error) => {
-                self.children.get_or_insert_with(Vec::new);
-                self.record(error);
+                this.children.get_or_insert_with(Vec::new);
+                this.record(error);
             }
         }
-        self
+        this
     }
 
     /// Declares the complete desired set of children (owned or borrowed: `&Vec<ConfigMap>`,
     /// `iter().map(build)`, ...), adding to children already added. Declares the set even when `children` is
     /// empty, which deletes every owned child.
-    pub fn children<I>(mut self, children: I) -> Self
+    pub fn children<I>(self, children: I) -> Outcome
     where
         I: IntoIterator,
         I::Item: Serialize,
     {
-        self.check_not_left_alone();
-        self.children.get_or_insert_with(Vec::new);
-        self.children_json = OnceCell::new();
-        children.into_iter().fold(self, |outcome, child| outcome.child(&child))
+        let mut this = self.decide();
+        this.check_not_left_alone();
+        this.children.get_or_insert_with(Vec::new);
+        this.children_json = OnceCell::new();
+        children.into_iter().fold(this, |outcome, child| outcome.child(&child))
     }
 
     /// Adds a base: an object (typically a template of several children) that children are made from with
@@ -188,42 +262,44 @@ impl Outcome {
     ///     "data": {"a": "1"}}));
     /// assert_eq!(children[1]["data"], json!({"a": "1", "b": "2"}));
     /// ```
-    pub fn child_from_base(mut self, base: usize, merge_patch: &(impl Serialize + ?Sized)) -> Self {
-        self.check_not_left_alone();
-        let position = self.children.as_ref().map_or(0, Vec::len);
-        self.children_json = OnceCell::new();
-        let children = self.children.get_or_insert_with(Vec::new);
-        if base >= self.bases.len() {
+    pub fn child_from_base(self, base: usize, merge_patch: &(impl Serialize + ?Sized)) -> Outcome {
+        let mut this = self.decide();
+        this.check_not_left_alone();
+        let position = this.children.as_ref().map_or(0, Vec::len);
+        this.children_json = OnceCell::new();
+        let children = this.children.get_or_insert_with(Vec::new);
+        if base >= this.bases.len() {
             let error = Error::msg(format_args!(
                 "desired child #{position}: base {base} was not added (the outcome has {} bases)",
-                self.bases.len()
+                this.bases.len()
             ));
-            self.record(error);
-            return self;
+            this.record(error);
+            return this;
         }
         match serde_json::to_string(merge_patch) {
             Ok(patch) => children.push(DesiredChild::Patched { base, patch }),
-            Err(error) => self.record(Error::from(error).context(format_args!("desired child #{position}"))),
+            Err(error) => this.record(Error::from(error).context(format_args!("desired child #{position}"))),
         }
-        self
+        this
     }
 
     /// Adds one desired child: a copy of base number `base` (see [`base`](Self::base)) named `name`.
-    pub fn child_from_base_named(self, base: usize, name: &str) -> Self {
+    pub fn child_from_base_named(self, base: usize, name: &str) -> Outcome {
         self.child_from_base(base, &NamePatch::new(name))
     }
 
     /// Adds `base` (see [`base`](Self::base)) and one desired child per name: a copy of it with that
     /// `metadata.name`. Declares the set, as [`children`](Self::children) does, even when `names` is empty.
     pub fn children_named_from<N: AsRef<str>>(
-        mut self,
+        self,
         base: &(impl Serialize + ?Sized),
         names: impl IntoIterator<Item = N>,
-    ) -> Self {
-        self.check_not_left_alone();
-        self.children.get_or_insert_with(Vec::new);
-        let index = self.bases.len();
-        let mut outcome = self.base(base);
+    ) -> Outcome {
+        let mut this = self.decide();
+        this.check_not_left_alone();
+        this.children.get_or_insert_with(Vec::new);
+        let index = this.bases.len();
+        let mut outcome = this.base(base);
         for name in names {
             outcome = outcome.child_from_base(index, &NamePatch::new(name.as_ref()));
         }
@@ -231,21 +307,12 @@ impl Outcome {
     }
 
     /// Declares an empty desired set: the host deletes every owned child. Children added before are dropped.
-    pub fn delete_all_children(mut self) -> Self {
-        self.check_not_left_alone();
-        self.children = Some(Vec::new());
-        self.children_json = OnceCell::new();
-        self
-    }
-
-    /// Leaves the observed children as they are: nothing is applied and nothing is deleted (the host still
-    /// writes the status, conditions and events of this outcome).
-    pub fn leave_children_alone(mut self) -> Self {
-        if self.children.is_some() {
-            self.record(Error::msg(BOTH_CHOICES));
-        }
-        self.leave_children_alone = true;
-        self
+    pub fn delete_all_children(self) -> Outcome {
+        let mut this = self.decide();
+        this.check_not_left_alone();
+        this.children = Some(Vec::new());
+        this.children_json = OnceCell::new();
+        this
     }
 
     /// Sets the status to merge into `.status` (a serialisable struct or JSON object; top-level keys
@@ -368,15 +435,13 @@ impl Outcome {
             self.record(Error::msg(BOTH_CHOICES));
         }
     }
+}
 
-    /// The parts handed to the host; the first build error instead, or the refusal of an outcome that did not
-    /// say what to do with children when `owns_kinds()` says the plugin owns some.
-    pub(crate) fn into_parts(self, owns_kinds: impl FnOnce() -> bool) -> Result<OutcomeParts, Error> {
+impl Outcome {
+    /// The parts handed to the host, or the first build error.
+    pub(crate) fn into_parts(self) -> Result<OutcomeParts, Error> {
         if let Some(error) = self.first_error {
             return Err(error.context("building the outcome"));
-        }
-        if self.children.is_none() && !self.leave_children_alone && owns_kinds() {
-            return Err(Error::msg(UNDECIDED_CHILDREN));
         }
         Ok(OutcomeParts {
             children: self.children,
@@ -390,13 +455,8 @@ impl Outcome {
     }
 }
 
-/// The build error of an outcome that both declares children and leaves them alone.
+/// The build error of an outcome that leaves children alone and then declares some.
 const BOTH_CHOICES: &str = "the outcome both declares desired children and leaves children alone: choose one";
-
-/// The refusal of an outcome of a plugin owning kinds that did not say what to do with its children; the Python
-/// and TypeScript SDKs word it alike, with their names of the two calls.
-pub(crate) const UNDECIDED_CHILDREN: &str = "the outcome does not say what to do with the owned children: declare \
-     the complete desired set with children(...) (an empty set deletes them all) or call leave_children_alone()";
 
 /// One desired child as the plugin built it.
 #[derive(Debug, Clone, PartialEq)]
@@ -500,7 +560,7 @@ mod tests {
         let outcome = Outcome::new()
             .children_named_from(&template, ["a", "b"])
             .child_from_base(0, &json!({"metadata": {"name": "c"}, "data": {"k": null}}));
-        let mut parts = outcome.clone().into_parts(|| true).unwrap();
+        let mut parts = outcome.clone().into_parts().unwrap();
         assert_eq!(parts.bases.len(), 1);
         let whole = parts.whole_children().unwrap().unwrap();
         let whole: Vec<Value> = whole.iter().map(|text| serde_json::from_str(text).unwrap()).collect();
@@ -539,7 +599,7 @@ mod tests {
         let mut parts = Outcome::new()
             .base(&json!({"apiVersion": "v1"}))
             .child_from_base_named(0, "a")
-            .into_parts(|| true)
+            .into_parts()
             .unwrap();
         assert_eq!(
             parts.whole_children().unwrap_err().to_string(),
@@ -567,42 +627,26 @@ mod tests {
     }
 
     #[test]
-    fn an_undecided_outcome_is_refused_only_for_a_plugin_owning_kinds() {
-        let error = Outcome::new().into_parts(|| true).err().unwrap();
-        assert_eq!(error.message(), UNDECIDED_CHILDREN);
-        // A `child` loop that ran zero times is the same undecided outcome.
-        let built = (0..0).fold(Outcome::new(), |outcome, index| {
-            outcome.child(&config_map(&format!("c-{index}")))
-        });
-        assert_eq!(built.into_parts(|| true).err().unwrap().message(), UNDECIDED_CHILDREN);
-        let parts = Outcome::new().into_parts(|| false).ok().unwrap();
+    fn each_choice_about_children_reaches_the_host() {
+        let parts = Outcome::new().leave_children_alone().into_parts().ok().unwrap();
         assert_eq!(parts.children, None);
-        let mut asked = false;
-        let parts = Outcome::new()
-            .leave_children_alone()
-            .into_parts(|| {
-                asked = true;
-                true
-            })
-            .ok()
-            .unwrap();
-        assert_eq!(parts.children, None);
-        assert!(!asked, "the spec is only consulted for an undecided outcome");
         let parts = Outcome::new()
             .children(Vec::<ConfigMap>::new())
-            .into_parts(|| true)
+            .into_parts()
             .ok()
             .unwrap();
+        assert_eq!(parts.children, Some(Vec::new()));
+        let parts = Outcome::new().delete_all_children().into_parts().ok().unwrap();
         assert_eq!(parts.children, Some(Vec::new()));
     }
 
     #[test]
-    fn declaring_children_and_leaving_them_alone_is_a_build_error() {
+    fn declaring_children_after_leaving_them_alone_is_a_build_error() {
+        // The other order, children and then leave_children_alone(), does not compile.
         for outcome in [
-            Outcome::new().child(&config_map("a")).leave_children_alone(),
             Outcome::new().leave_children_alone().child(&config_map("a")),
             Outcome::new().leave_children_alone().children(Vec::<ConfigMap>::new()),
-            Outcome::new().delete_all_children().leave_children_alone(),
+            Outcome::new().leave_children_alone().delete_all_children(),
         ] {
             assert_eq!(outcome.build_error().map(Error::message), Some(BOTH_CHOICES));
         }
@@ -643,7 +687,7 @@ mod tests {
     #[test]
     fn child_without_kind_is_a_build_error() {
         let outcome = Outcome::new().child(&json!({"apiVersion": "v1", "metadata": {"name": "x"}}));
-        let error = outcome.into_parts(|| true).err().unwrap();
+        let error = outcome.into_parts().err().unwrap();
         assert_eq!(error.message(), "building the outcome: desired child #0: has no `kind`");
     }
 

@@ -15,12 +15,11 @@ pub fn describe<T: Reconciler>() -> ControllerSpec {
 }
 
 /// Parses a wire view, calls `T::reconcile`, and converts the outcome to its wire form. `Err` carries the
-/// message the host records as the plugin's error; an outcome that does not say what to do with children is
-/// refused when `T` owns kinds (see [`crate::Outcome`]).
+/// message the host records as the plugin's error.
 pub fn reconcile<T: Reconciler>(view: WorldView) -> Result<Outcome, String> {
     let view = parse_view(view).map_err(|error| error.to_string())?;
     let outcome = T::reconcile(view).map_err(|error| error.to_string())?;
-    encode_outcome(outcome, || !T::describe().owns.is_empty()).map_err(|error| error.to_string())
+    encode_outcome(outcome).map_err(|error| error.to_string())
 }
 
 /// The SDK's view of a wire view: the texts kept as they came, with what every plugin reads taken out.
@@ -28,10 +27,9 @@ fn parse_view(view: WorldView) -> Result<crate::WorldView, crate::Error> {
     crate::WorldView::from_texts(view.primary, view.children, view.config, view.deleting, view.attempt)
 }
 
-/// The wire form of a built outcome; its first build error, if any, or the refusal of an outcome that did not
-/// say what to do with children of a plugin that `owns_kinds`.
-fn encode_outcome(outcome: crate::Outcome, owns_kinds: impl FnOnce() -> bool) -> Result<Outcome, crate::Error> {
-    let mut parts = outcome.into_parts(owns_kinds)?;
+/// The wire form of a built outcome, or its first build error.
+fn encode_outcome(outcome: crate::Outcome) -> Result<Outcome, crate::Error> {
+    let mut parts = outcome.into_parts()?;
     let children = parts.whole_children()?;
     let OutcomeParts {
         status,
@@ -147,7 +145,7 @@ mod tests {
         );
     }
 
-    /// Owns ConfigMaps and answers as its configuration says: a set, leave alone, or nothing said.
+    /// Owns ConfigMaps and answers as its configuration says: a set of `replicas` children, or leave them alone.
     struct Chooser;
 
     impl Reconciler for Chooser {
@@ -161,40 +159,28 @@ mod tests {
 
         fn reconcile(view: crate::WorldView) -> Result<crate::Outcome, crate::Error> {
             let replicas = view.config_json()["replicas"].as_u64().unwrap_or(0);
-            let mut outcome = crate::Outcome::new();
-            match view.config_json()["children"].as_str() {
-                Some("loop") => {
-                    for index in 0..replicas {
-                        outcome = outcome.child(&json!({"apiVersion": "v1", "kind": "ConfigMap",
-                            "metadata": {"name": format!("c-{index}")}}));
-                    }
-                }
-                Some("set") => {
-                    outcome = outcome.children((0..replicas).map(|index| {
-                        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c-{index}")}})
-                    }));
-                }
-                Some("alone") => outcome = outcome.leave_children_alone(),
-                _ => {}
-            }
-            Ok(outcome)
+            let outcome = crate::Outcome::new().status(&json!({"replicas": replicas}));
+            Ok(match view.config_json()["children"].as_str() {
+                Some("alone") => outcome.leave_children_alone(),
+                _ => outcome.children((0..replicas).map(|index| {
+                    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c-{index}")}})
+                })),
+            })
         }
     }
 
     #[test]
-    fn a_plugin_owning_kinds_must_say_what_to_do_with_children() {
+    fn each_choice_about_children_crosses_the_wire() {
         let answer = |children: &str, replicas: u64| {
             reconcile::<Chooser>(WorldView {
                 config: json!({"children": children, "replicas": replicas}).to_string(),
                 ..wire_view()
             })
         };
-        assert_eq!(answer("loop", 2).unwrap().children.map(|set| set.len()), Some(2));
-        // Scaling to zero with a `child` loop: refused, where it used to leave the stale children in place.
-        assert_eq!(answer("loop", 0).unwrap_err(), crate::outcome::UNDECIDED_CHILDREN);
+        assert_eq!(answer("set", 2).unwrap().children.map(|set| set.len()), Some(2));
+        // Scaling to zero: the empty set, so the host deletes the children.
         assert_eq!(answer("set", 0).unwrap().children, Some(Vec::new()));
         assert_eq!(answer("alone", 0).unwrap().children, None);
-        assert_eq!(answer("", 0).unwrap_err(), crate::outcome::UNDECIDED_CHILDREN);
     }
 
     #[test]

@@ -79,7 +79,7 @@ impl Reconciler for EditProbe {
                 .entry(edit.to_owned())
                 .or_insert_with(Instant::now);
         }
-        Ok(Outcome::new())
+        Ok(Outcome::new().leave_children_alone())
     }
 }
 

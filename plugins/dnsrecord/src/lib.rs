@@ -66,7 +66,11 @@ impl Reconciler for DnsRecordReconciler {
         let desired = match Desired::from_spec(&object.spec) {
             Ok(desired) => desired,
             Err(problem) => {
-                return Ok(Outcome::new().condition(Condition::status_false("Ready", "InvalidSpec", problem)));
+                return Ok(Outcome::new().leave_children_alone().condition(Condition::status_false(
+                    "Ready",
+                    "InvalidSpec",
+                    problem,
+                )));
             }
         };
         converge(&powerdns, &object.status, &desired, &owner)
@@ -120,6 +124,7 @@ fn converge(powerdns: &PowerDns, status: &DNSRecordStatus, desired: &Desired, ow
     );
     let outcome = match zone::converge(&zone, desired, previous_here, owner) {
         Plan::InSync => Outcome::new()
+            .leave_children_alone()
             .status(&status_of(desired))
             .condition(Condition::status_true("Ready", "RecordInSync", summary)),
         Plan::Write { changes, created } => {
@@ -130,6 +135,7 @@ fn converge(powerdns: &PowerDns, status: &DNSRecordStatus, desired: &Desired, ow
                 ("RecordUpdated", "updated")
             };
             Outcome::new()
+                .leave_children_alone()
                 .status(&status_of(desired))
                 .condition(Condition::status_true("Ready", "RecordInSync", summary))
                 .event(Event::normal(reason, format!("{} {verb} in PowerDNS", desired.key)))
@@ -138,6 +144,7 @@ fn converge(powerdns: &PowerDns, status: &DNSRecordStatus, desired: &Desired, ow
             let message = format!("{key} exists in PowerDNS and is not managed by this DNSRecord; it is left alone");
             // The status keeps naming what the object still owns, so that nothing it wrote is orphaned.
             Outcome::new()
+                .leave_children_alone()
                 .condition(Condition::status_false("Ready", "RecordConflict", message.clone()))
                 .event(Event::warning("RecordConflict", message))
                 .requeue_after(Duration::from_secs(60))
@@ -180,7 +187,7 @@ fn clean_up(powerdns: &PowerDns, object: &DnsRecordObject, owner: &Owner) -> Res
             );
         }
     }
-    let mut outcome = Outcome::new().finalized();
+    let mut outcome = Outcome::new().leave_children_alone().finalized();
     if !deleted.is_empty() {
         outcome = outcome.event(Event::normal(
             "RecordDeleted",

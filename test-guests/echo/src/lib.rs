@@ -104,7 +104,7 @@ impl Reconciler for Echo {
             "listed": listed,
         });
 
-        let mut outcome = Outcome::new()
+        let reported = Outcome::new()
             .status(&status)
             .condition(Condition::status_true(
                 "Ready",
@@ -115,10 +115,10 @@ impl Reconciler for Echo {
                 "Echoed",
                 format!("reconciled attempt {}", view.attempt()),
             ));
-        outcome = match &config.children {
+        let mut outcome = match &config.children {
             // The complete set, also when empty (which deletes every child).
-            Some(children) => outcome.children(children),
-            None => outcome.leave_children_alone(),
+            Some(children) => reported.children(children),
+            None => reported.leave_children_alone(),
         };
         if let Some(ms) = config.requeue_after_ms {
             outcome = outcome.requeue_after(Duration::from_millis(ms));

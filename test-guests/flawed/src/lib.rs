@@ -57,9 +57,10 @@ impl Reconciler for FlawedReconciler {
                 "data": {"message": spec.message}})
         });
         let mut status = BTreeMap::from([("replicas".to_owned(), json!(spec.replicas))]);
-        let mut outcome = Outcome::new();
+        let mut leave_alone = false;
+        let mut requeue = None;
         match flaw.as_str() {
-            "leave-alone-at-zero" if spec.replicas == 0 => outcome = outcome.leave_children_alone(),
+            "leave-alone-at-zero" if spec.replicas == 0 => leave_alone = true,
             "nondeterministic" => {
                 let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
                 status.insert(
@@ -67,7 +68,7 @@ impl Reconciler for FlawedReconciler {
                     json!(now.map_or(0, |since| since.subsec_nanos())),
                 );
             }
-            "requeue-churn" => outcome = outcome.requeue_after(Duration::from_secs(1)),
+            "requeue-churn" => requeue = Some(Duration::from_secs(1)),
             "sticky-status" if spec.replicas > 3 => {
                 status.insert("warning".into(), json!("many replicas"));
             }
@@ -77,8 +78,13 @@ impl Reconciler for FlawedReconciler {
             }
             _ => {}
         }
-        if !outcome.leaves_children_alone() {
-            outcome = outcome.children(children);
+        let mut outcome = if leave_alone {
+            Outcome::new().leave_children_alone()
+        } else {
+            Outcome::new().children(children)
+        };
+        if let Some(delay) = requeue {
+            outcome = outcome.requeue_after(delay);
         }
         Ok(outcome.status(&status).condition(Condition::status_true(
             "Ready",

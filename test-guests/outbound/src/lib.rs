@@ -65,7 +65,9 @@ impl Reconciler for Outbound {
             Some("sleep") => std::thread::sleep(Duration::from_secs(60)),
             _ => {}
         }
-        Ok(Outcome::new().status(&json!({"responses": responses, "variables": read})))
+        Ok(Outcome::new()
+            .leave_children_alone()
+            .status(&json!({"responses": responses, "variables": read})))
     }
 }
 
