@@ -184,7 +184,7 @@ impl Completion {
     /// A success with no requeue.
     pub const DONE: Self = Self::Success { requeue_after: None };
 
-    /// The `result` label of the reconcile metrics: `success`, `error` or `conflict`.
+    /// The `result` label of the reconcile metrics: `success`, `error`, `conflict` or `deferred`.
     pub fn result(&self) -> &'static str {
         match self {
             Self::Success { .. } => "success",

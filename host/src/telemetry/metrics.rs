@@ -31,7 +31,7 @@ pub const REASON_MEMORY_EXHAUSTED: &str = "MemoryExhausted";
 const REASON_UNKNOWN: &str = "Unknown";
 
 /// Label values of `wasm_reconciler_reconcile_total`, for removing a plugin's series.
-const RECONCILE_RESULTS: [&str; 3] = ["success", "error", "conflict"];
+const RECONCILE_RESULTS: [&str; 4] = ["success", "error", "conflict", "deferred"];
 
 /// Label values of `wasm_reconciler_plugin_loads_total`.
 const LOAD_RESULTS: [&str; 2] = ["loaded", "refused"];
@@ -794,6 +794,11 @@ mod tests {
             metrics.record_reconcile(plugin, &failed(REASON_TIMEOUT), Duration::from_secs(1));
             metrics.record_reconcile(plugin, &failed(REASON_MEMORY_EXHAUSTED), Duration::ZERO);
             metrics.record_reconcile(plugin, &Completion::Conflict, Duration::ZERO);
+            let deferred = Completion::Deferred {
+                after: Duration::from_secs(1),
+                reason: "Fenced",
+            };
+            metrics.record_reconcile(plugin, &deferred, Duration::ZERO);
             let queue = metrics.queue_metrics(plugin);
             queue.depth.set(1);
             queue.adds.inc();
