@@ -606,7 +606,9 @@ impl Applier {
     ) -> Result<(), WriteError> {
         let cache = &self.owned[gvk];
         let api = api_for(&self.client, cache, observed.key.namespace.as_deref());
-        let remaining = writer::delete(ticket, &api, &gvk.kind, &observed.key.name, &observed.meta.uid).await?;
+        let version = observed.meta.resource_version.to_string();
+        let seen = (&*observed.meta.uid, version.as_str());
+        let remaining = writer::delete(ticket, &api, &gvk.kind, &observed.key.name, seen).await?;
         tracing::debug!(child = %observed.key, kind = %gvk.kind, "child deleted");
         if let Some(children) = self
             .last_applied

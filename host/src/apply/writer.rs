@@ -117,20 +117,23 @@ pub async fn apply(
     })
 }
 
-/// Deletes `name` if it still has `uid`; a missing object is not an error. Returns the object when the API server
-/// kept it for its finalizers (it is being deleted, not gone); `None` when it is gone.
+/// Deletes `name` if it is still the object the view saw (`uid` and `resource_version`): one recreated or changed
+/// since is refused (409), so a delete that left this replica late cannot remove a child that has been applied
+/// again since. A missing object is not an error. Returns the object when the API server kept it for its
+/// finalizers (it is being deleted, not gone); `None` when it is gone.
 pub async fn delete(
     ticket: &Ticket,
     api: &Api<DynamicObject>,
     kind: &str,
     name: &str,
-    uid: &str,
+    seen: (&str, &str),
 ) -> Result<Option<DynamicObject>> {
     allowed(ticket, || format!("delete of {kind} {name}"))?;
+    let (uid, resource_version) = seen;
     let params = DeleteParams {
         preconditions: Some(Preconditions {
             uid: Some(uid.to_owned()),
-            resource_version: None,
+            resource_version: Some(resource_version.to_owned()),
         }),
         propagation_policy: Some(PropagationPolicy::Background),
         ..DeleteParams::default()

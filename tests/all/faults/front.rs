@@ -546,8 +546,9 @@ async fn write(
     respond(status, bytes, content)
 }
 
-/// What a write presumes of its object: the uid and resourceVersion it is conditioned on, and whether it carries any
-/// guard at all.
+/// What a write presumes of its object: the uid and resourceVersion it is conditioned on, and whether it is guarded
+/// as the host promises (docs/architecture.md): a delete of a child names both; an apply names both (a child in the
+/// view) or neither (a create, checked on the answer); other writes name at least one.
 fn presumed(id: &WriteId, body: &Value) -> (Option<String>, Option<u64>, bool) {
     let text = |value: &Value| value.as_str().filter(|s| !s.is_empty()).map(str::to_owned);
     let number = |value: &Value| text(value).and_then(|s| s.parse::<u64>().ok());
@@ -555,7 +556,7 @@ fn presumed(id: &WriteId, body: &Value) -> (Option<String>, Option<u64>, bool) {
         "delete" => {
             let uid = text(&body["preconditions"]["uid"]);
             let version = number(&body["preconditions"]["resourceVersion"]);
-            let guarded = uid.is_some() || version.is_some();
+            let guarded = uid.is_some() && version.is_some();
             (uid, version, guarded)
         }
         "json-patch" => {
@@ -574,7 +575,9 @@ fn presumed(id: &WriteId, body: &Value) -> (Option<String>, Option<u64>, bool) {
         // An apply without a uid is a create: whether it created is checked on the answer.
         "apply" => {
             let uid = text(&body["metadata"]["uid"]);
-            (uid, number(&body["metadata"]["resourceVersion"]), true)
+            let version = number(&body["metadata"]["resourceVersion"]);
+            let guarded = uid.is_some() == version.is_some();
+            (uid, version, guarded)
         }
         _ => {
             let uid = text(&body["metadata"]["uid"]);
@@ -592,7 +595,11 @@ fn check_guard(state: &FrontState, id: &WriteId, key: &ObjectKey, body: &Value) 
     let (uid, version, guarded) = presumed(id, body);
     let mut found = Vec::new();
     if !guarded {
-        found.push("carries no uid or resourceVersion precondition".to_owned());
+        found.push(match (&uid, version) {
+            (Some(_), None) => "presumes a uid without the resourceVersion the view saw".to_owned(),
+            (None, Some(_)) => "presumes a resourceVersion without the uid the view saw".to_owned(),
+            _ => "carries no uid or resourceVersion precondition".to_owned(),
+        });
     }
     {
         let mut view = state.view();
