@@ -31,18 +31,15 @@ echo "${E2E_SERVER:-embedded}" >"$log_dir/$name.server"
 if [[ ${cargo_args[0]:-} == --exe ]]; then
 	test=${cargo_args[1]:?--exe names a test binary}
 	messages=${CI_FIRST_BUILD:?CI_FIRST_BUILD names the JSON messages of make build-release-first}
-	# The executable and package of the test target TEST, from cargo's compiler-artifact messages.
-	read -r exe package_dir package_name < <(python3 - "$messages" "$test" <<'PY'
+	# The executable and package directory of the test target TEST, from cargo's compiler-artifact messages.
+	read -r exe package_dir < <(python3 - "$messages" "$test" <<'PY'
 import json, os, sys
 path, wanted = sys.argv[1], sys.argv[2]
 for line in open(path):
     message = json.loads(line)
     target = message.get("target", {})
     if message.get("reason") == "compiler-artifact" and target.get("name") == wanted and "test" in target.get("kind", []):
-        manifest = message["manifest_path"]
-        package = message["package_id"].split("#")[-1]  # path+file:///dir#name@version, or #version when dir is name
-        name = package.split("@")[0] if "@" in package else os.path.basename(os.path.dirname(manifest))
-        print(message["executable"], os.path.dirname(manifest), name)
+        print(message["executable"], os.path.dirname(message["manifest_path"]))
         break
 else:
     sys.exit(f"{path} lists no test binary named {wanted}")
@@ -51,9 +48,9 @@ PY
 	[[ -x $exe ]] || { echo "cargo-test.sh: $exe is not an executable" >&2; exit 1; }
 	toolchain=$(rustup show active-toolchain | cut -d' ' -f1)
 	cd "$package_dir"
-	# What `cargo test` sets for a test process; RUSTUP_TOOLCHAIN keeps the cargo a test starts on the pinned toolchain.
-	export CARGO_MANIFEST_DIR=$package_dir CARGO_MANIFEST_PATH=$package_dir/Cargo.toml CARGO_PKG_NAME=$package_name \
-		RUSTUP_TOOLCHAIN=$toolchain CARGO=$(rustup which cargo)
+	# What the tests read of what `cargo test` sets for a test process; RUSTUP_TOOLCHAIN keeps the cargo a test starts
+	# (the plugin scaffolds) on the pinned toolchain.
+	export CARGO_MANIFEST_DIR=$package_dir RUSTUP_TOOLCHAIN=$toolchain CARGO=$(rustup which cargo)
 	# cargo's header line, which tests/ci/accounting.py reads to tell the binaries apart.
 	header="     Running $test (${exe})"
 	{ echo "$header"; "$exe" "${test_args[@]}" --list --format terse; } >"$log_dir/$name.list" 2>&1 ||
