@@ -29,7 +29,7 @@ use crate::{Condition, Error, Event};
 /// use wasm_reconciler_sdk::{Error, Outcome, WorldView};
 ///
 /// fn reconcile(view: WorldView) -> Result<Outcome, Error> {
-///     // expected `Outcome<Decided>`, found `Outcome<Undecided>`
+///     // error[E0308]: expected `Outcome`, found `Outcome<Undecided>`
 ///     Ok(Outcome::new().status(&serde_json::json!({"name": view.name()})))
 /// }
 /// ```
