@@ -254,7 +254,14 @@ async fn lifecycle(wasm: &str, directory: &str) -> anyhow::Result<()> {
     tokio::task::block_in_place(|| kubectl(&cluster, &["delete", "configmapset", "greetings", "--wait=false"], None));
     wait_gone(&sets, "greetings", "the set to be drained and gone").await;
     assert!(set_children(&config_maps, "greetings").await?.is_empty());
-    let entries = journal.entries();
+    // The journal follows a watch, which may trail the 404 a moment.
+    let entries = journal
+        .wait_until("the set's deletion", |entries| {
+            entries
+                .iter()
+                .any(|e| e.kind == "ConfigMapSet" && e.action == Action::Deleted)
+        })
+        .await;
     let set_gone = entries
         .iter()
         .find(|e| e.kind == "ConfigMapSet" && e.action == Action::Deleted)
