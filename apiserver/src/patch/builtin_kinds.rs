@@ -854,6 +854,8 @@ pub(crate) fn root_type(api_version: &str, kind: &str) -> FieldType {
                 ),
             ),
         ]),
+        // `data` is a RawExtension, one value to server-side apply: its managed fields stop at `f:data`.
+        ("apps/v1", "ControllerRevision") => root(vec![("data", s()), ("revision", s())]),
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => root(vec![
             ("spec", crd_spec()),
             (

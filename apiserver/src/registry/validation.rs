@@ -256,6 +256,16 @@ pub fn validate(info: &ResourceInfo, object: &Value, old: Option<&Value>, reques
             object::path(object, &["spec", "jobTemplate", "spec", "template", "spec"]),
             "spec.jobTemplate.spec.template.spec",
         ),
+        ("apps", "ControllerRevision") => {
+            // `ValidateControllerRevision` and, on updates, its `data` immutable (the revision number may change).
+            let mut violations = Vec::new();
+            non_negative(&mut violations, object, &["revision"]);
+            if object::path(object, &["data"]).is_none_or(Value::is_null) {
+                violations.push(FieldViolation::required("data", "data is mandatory"));
+            }
+            violations.extend(immutable_fields(object, old, &[&["data"]]));
+            violations
+        }
         ("coordination.k8s.io", "Lease") => validate_lease(object),
         ("" | "events.k8s.io", "Event") if old.is_none() => validate_event_create(object, request_group),
         _ => Vec::new(),
