@@ -32,6 +32,7 @@ mod registry;
 mod registry_delivery;
 mod request_info;
 mod request_recorder;
+mod revisions;
 mod scope;
 mod sharding;
 mod sharding_reads;

@@ -7,6 +7,7 @@ mod new;
 mod pack;
 mod push;
 mod render;
+mod revision;
 mod run;
 pub mod serve;
 mod sign;
@@ -93,6 +94,14 @@ pub enum PluginCommand {
     /// settles, end where a fresh apply of the last spec ends; an invalid spec and a revert return to where the
     /// world was. Prints each finding with the command that replays it; exits 1 on any finding.
     Check(check::CheckArgs),
+    /// List a plugin's revisions in the cluster: every version the host accepted, numbered, with its digest, source
+    /// and when; the serving one marked.
+    History(revision::HistoryArgs),
+    /// Serve an earlier revision of a plugin from the cluster's history (it pins the WasmPlugin's `spec.revision`),
+    /// and wait until the host serves it. New versions from the plugin's source are held until `plugin unpin`.
+    Rollback(revision::RollbackArgs),
+    /// Remove a plugin's pin, so that the newest version from its source serves again, and wait until it does.
+    Unpin(revision::UnpinArgs),
 }
 
 /// Sandbox limits settable on the command line.
@@ -188,6 +197,9 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Plugin(PluginCommand::GenerateKey(args)) => sign::generate_key(&args),
         Command::Plugin(PluginCommand::New(args)) => new::run(&args),
         Command::Plugin(PluginCommand::Check(args)) => check::run(&args),
+        Command::Plugin(PluginCommand::History(args)) => block_on(async move { revision::history(&args).await }),
+        Command::Plugin(PluginCommand::Rollback(args)) => block_on(async move { revision::rollback(&args).await }),
+        Command::Plugin(PluginCommand::Unpin(args)) => block_on(async move { revision::unpin(&args).await }),
         Command::Render(args) => render::run(&args),
         Command::Run(args) => block_on(run::run(args)),
         Command::Dev(args) => block_on(dev::run(args)),

@@ -15,6 +15,7 @@ use crate::delivery::configmap::ConfigMapSource;
 use crate::delivery::directory::DirectorySource;
 use crate::delivery::referenced::ReferenceContext;
 use crate::delivery::registry::{RegistryClient, RegistryError, RegistryOptions};
+use crate::delivery::revisions::RevisionStore;
 use crate::delivery::signature::{SignatureError, SignaturePolicy};
 use crate::lease::{Election, Fence, election};
 use crate::plugin::PluginEngine;
@@ -311,7 +312,14 @@ impl Serving {
         )
         .with_fence(fence.clone())
         .with_impersonation(Impersonation::new(config.clone(), client.clone()))
-        .with_namespace(namespace.clone());
+        .with_namespace(namespace.clone())
+        // Each plugin's revisions, and the WasmPlugins that pin one, in the host's namespace (`default` for `dev`).
+        .with_revisions(RevisionStore::new(
+            client.clone(),
+            namespace.as_deref().unwrap_or("default"),
+            fence.clone(),
+        ))
+        .with_signature_policy(references.policy.clone());
         if let Some((labels, _)) = shard {
             manager = manager.with_shard(labels.clone());
         }
@@ -329,6 +337,11 @@ impl Serving {
             statuses = statuses.sharded();
         }
         let statuses = tokio::spawn(statuses.run(stop.clone()));
+        let pins = tokio::spawn({
+            let (client, manager, stop) = (client.clone(), manager.clone(), stop.clone());
+            let namespace = namespace.clone().unwrap_or_else(|| "default".to_owned());
+            async move { crate::delivery::pins::watch_pins(client, &namespace, manager, stop).await }
+        });
         let until_stopped = |mut stop: watch::Receiver<bool>| async move {
             let _ = stop.wait_for(|stop| *stop).await;
         };
@@ -387,6 +400,7 @@ impl Serving {
             let _ = source.await;
         }
         readiness.abort();
+        let _ = pins.await;
         let _ = statuses.await;
         manager.shut_down().await;
         health.set_synced(false);

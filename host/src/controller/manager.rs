@@ -13,6 +13,8 @@ use serde_json::Value;
 use tokio::sync::Mutex;
 
 use super::{Controller, ControllerOptions, Impersonation, Logic, StartError, Version};
+use crate::delivery::revisions::RevisionStore;
+use crate::delivery::signature::SignaturePolicy;
 use crate::delivery::{InstallError, Installed, Installer, PluginPackage, PluginSettings};
 use crate::lease::Fence;
 use crate::plugin::{ControllerSpec, Grants, OutboundCounters, PluginEngine, SecretVariables};
@@ -50,17 +52,34 @@ pub struct Manager {
     /// Clients for plugins whose settings name a ServiceAccount; without it such plugins are refused.
     impersonation: Option<Impersonation>,
     slots: Arc<Mutex<HashMap<String, Slot>>>,
-    /// What is known of each plugin besides its controller: its source and last refusal.
+    /// What is known of each plugin besides its controller: its source, last refusal and revisions.
     records: Arc<std::sync::Mutex<BTreeMap<String, Record>>>,
+    /// Where each accepted version is kept as a revision, and where pinned revisions are read from.
+    revisions: Option<RevisionStore>,
+    /// The signature policy a revision served from the cluster is checked against again.
+    signatures: Option<Arc<SignaturePolicy>>,
+    /// The revision each plugin is pinned to (its WasmPlugin's `spec.revision`); `None` until first learnt.
+    pins: Arc<std::sync::Mutex<Option<BTreeMap<String, i64>>>>,
+    pins_known: Arc<tokio::sync::Notify>,
+    /// One change of a plugin's version at a time (a source's new version, a pin, an unpin).
+    changing: Arc<std::sync::Mutex<HashMap<String, Arc<Mutex<()>>>>>,
     /// Notified whenever a plugin is loaded, refused or removed.
     changed: Arc<tokio::sync::Notify>,
 }
 
-/// Where a plugin comes from and its last refused version.
+/// Where a plugin comes from, its last refused version and its revisions.
 #[derive(Debug, Clone, Default)]
 struct Record {
     source: Option<String>,
     last_refusal: Option<Refusal>,
+    /// The revision serving.
+    revision: Option<i64>,
+    /// The newest revision its source delivered.
+    latest: Option<i64>,
+    /// The revision it is pinned to.
+    pinned: Option<i64>,
+    /// The source's version that came while pinned, kept to serve once unpinned.
+    held: Option<PluginPackage>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -83,8 +102,26 @@ impl Manager {
             impersonation: None,
             slots: Arc::default(),
             records: Arc::default(),
+            revisions: None,
+            signatures: None,
+            pins: Arc::default(),
+            pins_known: Arc::default(),
+            changing: Arc::default(),
             changed: Arc::default(),
         }
+    }
+
+    /// Every accepted version becomes a revision in `store`, and a plugin pinned to a revision (see
+    /// [`Manager::set_pins`]) serves it from there. Nothing is installed until the pins are first known.
+    pub fn with_revisions(mut self, store: RevisionStore) -> Self {
+        self.revisions = Some(store);
+        self
+    }
+
+    /// A revision served from the cluster must pass `policy` again (its detached signature is kept with it).
+    pub fn with_signature_policy(mut self, policy: Arc<SignaturePolicy>) -> Self {
+        self.signatures = Some(policy);
+        self
     }
 
     /// Every write of every controller is checked against `fence` (the leader's or the shard member's).
@@ -180,6 +217,9 @@ impl Manager {
                     source: record.source.clone(),
                     serving: None,
                     last_refusal: record.last_refusal.clone(),
+                    revision: None,
+                    latest_revision: record.latest,
+                    pinned: record.pinned,
                 };
                 (name.clone(), state)
             })
@@ -191,7 +231,15 @@ impl Manager {
                 source: None,
                 serving: None,
                 last_refusal: None,
+                revision: None,
+                latest_revision: None,
+                pinned: None,
             });
+            if let Some(record) = self.records.lock().unwrap_or_else(PoisonError::into_inner).get(name) {
+                state.revision = record.revision;
+                state.latest_revision = record.latest;
+                state.pinned = record.pinned;
+            }
             state.serving = Some(ServingVersion {
                 sha256: slot.sha256.clone(),
                 contract: slot.contract.clone(),
@@ -228,15 +276,205 @@ impl Manager {
         });
     }
 
-    /// Validates `package` and makes it the serving version of plugin `name`.
+    /// Validates `package` and makes it the serving version of plugin `name`, and its newest revision. While the
+    /// plugin is pinned to a revision, the package is held and that revision serves.
     pub async fn update(&self, name: &str, package: PluginPackage) -> Result<Installed, InstallError> {
-        let result = self.install_version(name, package).await;
+        let changing = self.changing(name);
+        let _changing = changing.lock().await;
+        let pinned = self.pinned(name).await;
+        let result = match pinned {
+            Some(revision) => {
+                self.record(name, |record| {
+                    record.held = Some(package);
+                    record.pinned = Some(revision);
+                });
+                tracing::info!(
+                    plugin = name,
+                    revision,
+                    "plugin pinned to a revision; its new version is held"
+                );
+                match self.serve_revision(name, revision).await {
+                    Ok(_) => Ok(Installed::Held),
+                    Err(error) => Err(error),
+                }
+            }
+            None => self.install_and_record(name, package).await,
+        };
         match &result {
             Err(error) => self.record_refusal(name, &crate::error_chain(error)),
             Ok(Installed::Unchanged) => {}
             Ok(_) => self.changed.notify_waiters(),
         }
         result
+    }
+
+    /// Installs `package` as the source's newest version and records it as a revision.
+    async fn install_and_record(&self, name: &str, package: PluginPackage) -> Result<Installed, InstallError> {
+        let Some(store) = &self.revisions else {
+            return self.install_version(name, package).await;
+        };
+        let kept = package.clone();
+        let installed = self.install_version(name, package).await?;
+        let recorded = self
+            .records
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .and_then(|r| r.latest);
+        if installed == Installed::Unchanged && recorded.is_some() {
+            return Ok(installed);
+        }
+        use sha2::Digest;
+        let sha256 = hex::encode(sha2::Sha256::digest(&kept.wasm));
+        let source = kept
+            .origin
+            .clone()
+            .or_else(|| {
+                self.records
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(name)
+                    .and_then(|r| r.source.clone())
+            })
+            .unwrap_or_default();
+        match store.record(name, &kept, &sha256, &source).await {
+            Ok(number) => self.record(name, |record| {
+                record.revision = Some(number);
+                record.latest = Some(number);
+                record.held = None;
+            }),
+            Err(error) => {
+                // The version serves; only its history is missing (a later accept records it).
+                tracing::warn!(plugin = name, error = %crate::error_chain(&error), "the serving version could not be recorded as a revision");
+                self.record(name, |record| {
+                    record.revision = None;
+                    record.latest = None;
+                    record.held = None;
+                });
+            }
+        }
+        self.changed.notify_waiters();
+        Ok(installed)
+    }
+
+    /// Makes revision `number` of plugin `name`, read from the cluster, the serving version.
+    async fn serve_revision(&self, name: &str, number: i64) -> Result<Installed, InstallError> {
+        let serving = self
+            .records
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .and_then(|r| r.revision);
+        if serving == Some(number) && self.slots.lock().await.contains_key(name) {
+            return Ok(Installed::Unchanged);
+        }
+        let store = self
+            .revisions
+            .as_ref()
+            .expect("pins are kept only with a revision store");
+        let pinned_error = |source: Box<dyn std::error::Error + Send + Sync>| InstallError::Pinned {
+            revision: number,
+            source,
+        };
+        let (package, revision) = store.load(name, number).await.map_err(|e| pinned_error(Box::new(e)))?;
+        // Whoever may write ControllerRevisions must not get around the signature policy: the revision's component
+        // is checked again, against the detached signature it was delivered with.
+        if let Some(policy) = &self.signatures {
+            policy
+                .check_detached(&package.wasm, package.detached_signature.as_deref())
+                .map_err(|e| pinned_error(Box::new(e)))?;
+        }
+        let installed = self
+            .install_version(name, package)
+            .await
+            .map_err(|e| pinned_error(Box::new(e)))?;
+        tracing::info!(plugin = name, revision = number, sha256 = %revision.sha256, "serving a revision from the cluster's history");
+        self.record(name, |record| record.revision = Some(number));
+        self.changed.notify_waiters();
+        Ok(installed)
+    }
+
+    /// The revision plugin `name` is pinned to, once the pins are known (at once without a revision store).
+    async fn pinned(&self, name: &str) -> Option<i64> {
+        self.revisions.as_ref()?;
+        loop {
+            let notified = self.pins_known.notified();
+            if let Some(pins) = self.pins.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+                return pins.get(name).copied();
+            }
+            notified.await;
+        }
+    }
+
+    fn changing(&self, name: &str) -> Arc<Mutex<()>> {
+        self.changing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(name.to_owned())
+            .or_default()
+            .clone()
+    }
+
+    /// The revision each plugin is pinned to (the WasmPlugins' `spec.revision`). A plugin newly pinned serves that
+    /// revision from the cluster; a plugin unpinned serves its source's newest version again.
+    pub async fn set_pins(&self, pins: BTreeMap<String, i64>) {
+        let previous = self
+            .pins
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(pins.clone())
+            .unwrap_or_default();
+        self.pins_known.notify_waiters();
+        let names: std::collections::BTreeSet<&String> = previous.keys().chain(pins.keys()).collect();
+        for name in names {
+            let (before, after) = (previous.get(name).copied(), pins.get(name).copied());
+            if before == after {
+                continue;
+            }
+            let known = self
+                .records
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .contains_key(name.as_str())
+                || self.slots.lock().await.contains_key(name.as_str());
+            if !known {
+                continue;
+            }
+            let changing = self.changing(name);
+            let _changing = changing.lock().await;
+            // A version of the source may have come between the pins and this lock: what is pinned now decides.
+            let now = self
+                .pins
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_ref()
+                .and_then(|p| p.get(name).copied());
+            self.record(name, |record| record.pinned = now);
+            let result = match now {
+                Some(number) => {
+                    tracing::info!(plugin = %name, revision = number, "plugin pinned to a revision");
+                    self.serve_revision(name, number).await
+                }
+                None => {
+                    tracing::info!(plugin = %name, "plugin unpinned; its source's newest version serves again");
+                    let (held, latest) = {
+                        let records = self.records.lock().unwrap_or_else(PoisonError::into_inner);
+                        let record = records.get(name.as_str());
+                        (record.and_then(|r| r.held.clone()), record.and_then(|r| r.latest))
+                    };
+                    match (held, latest) {
+                        (Some(package), _) => self.install_and_record(name, package).await,
+                        (None, Some(latest)) => self.serve_revision(name, latest).await,
+                        (None, None) => Ok(Installed::Unchanged),
+                    }
+                }
+            };
+            if let Err(error) = result {
+                tracing::error!(plugin = %name, error = %crate::error_chain(&error), "the pinned revision cannot serve; the previous version keeps serving");
+                self.record_refusal(name, &crate::error_chain(&error));
+            }
+            self.changed.notify_waiters();
+        }
     }
 
     async fn install_version(&self, name: &str, package: PluginPackage) -> Result<Installed, InstallError> {

@@ -171,7 +171,7 @@ impl ConfigMapSource {
         if self.handled.get(&name) == Some(&version) {
             return;
         }
-        self.handled.insert(name.clone(), version);
+        self.handled.insert(name.clone(), version.clone());
         if let Some(task) = self.tasks.remove(&name) {
             task.stop().await;
         }
@@ -188,7 +188,13 @@ impl ConfigMapSource {
         installer.record_source(&name, &source);
         let result = match delivered {
             Ok(Delivered::Inline(package)) => installer
-                .install(&name, package)
+                .install(
+                    &name,
+                    PluginPackage {
+                        origin: Some(format!("{source} at resourceVersion {version}")),
+                        ..package
+                    },
+                )
                 .await
                 .map_err(|e| crate::error_chain(&e)),
             Ok(Delivered::Referenced(plugin)) => {
@@ -241,6 +247,23 @@ struct EventSink {
 impl VerdictSink for EventSink {
     async fn report(&self, verdict: Verdict) {
         let event = match verdict {
+            Verdict::Loaded {
+                installed: Installed::Held,
+                source,
+            } => Event {
+                type_: EventType::Normal,
+                reason: "PluginHeld".into(),
+                note: Some(truncate(
+                    &format!(
+                        "plugin {} is pinned to a revision; {source} is kept and serves once the pin is removed \
+                         (`wasm-reconciler plugin unpin {}`)",
+                        self.name, self.name
+                    ),
+                    1000,
+                )),
+                action: "Load".into(),
+                secondary: None,
+            },
             Verdict::Loaded { installed, source } => Event {
                 type_: EventType::Normal,
                 reason: "PluginLoaded".into(),
@@ -295,7 +318,10 @@ pub fn read(config_map: &ConfigMap, policy: &SignaturePolicy) -> Result<Delivere
     let Some(reference) = data.get(REF_KEY) else {
         let package = decode(config_map)?;
         policy.check_detached(&package.wasm, signature.as_deref())?;
-        return Ok(Delivered::Inline(package));
+        return Ok(Delivered::Inline(PluginPackage {
+            detached_signature: signature,
+            ..package
+        }));
     };
     if has_component {
         return Err(ConfigMapError::ReferenceAndComponent);

@@ -142,6 +142,11 @@ impl DirectorySource {
                 return;
             }
         };
+        let package = PluginPackage {
+            origin: Some(format!("directory {}", path.display())),
+            detached_signature: signature.map(|s| s.trim().to_owned()),
+            ..package
+        };
         match installer.install(name, package).await {
             Ok(Installed::Unchanged) => {}
             Ok(result) => tracing::info!(plugin = name, ?result, "plugin loaded from the directory"),

@@ -8,9 +8,11 @@ pub mod configmap;
 pub mod credentials;
 pub mod directory;
 pub mod package;
+pub mod pins;
 pub mod reference;
 pub mod referenced;
 pub mod registry;
+pub mod revisions;
 pub mod settings;
 pub mod signature;
 
@@ -35,6 +37,8 @@ pub enum Installed {
     Swapped,
     /// The kinds or settings changed: the controller restarted with the new version.
     Restarted,
+    /// The plugin is pinned to one of its revisions: this version is kept, and serves once the pin is removed.
+    Held,
 }
 
 /// Why a version was refused; the previous one keeps serving.
@@ -46,6 +50,15 @@ pub enum InstallError {
     /// Compilation panicked or was cancelled.
     #[error("loading the plugin was interrupted: {0}")]
     Interrupted(String),
+    /// The plugin is pinned to a revision that cannot be loaded from the cluster.
+    #[error("the plugin is pinned to revision {revision}, which cannot be served")]
+    Pinned {
+        /// The revision pinned.
+        revision: i64,
+        /// Why it cannot be served.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The ServiceAccount its settings name cannot be acted as.
     #[error("acting as ServiceAccount {account}: {message}")]
     Identity {

@@ -31,6 +31,14 @@ pub struct PluginPackage {
     pub config: Value,
     /// Host settings.
     pub settings: PluginSettings,
+    /// The settings as written (kept with the plugin's revisions).
+    pub settings_text: String,
+    /// Where this version came from, as users name it: `ConfigMap wasm-reconciler/certs at resourceVersion 812`,
+    /// a reference with its digest, a directory. Set by the source.
+    pub origin: Option<String>,
+    /// The detached signature over the component (`plugin.wasm.sig`) it was delivered with, if any: kept with its
+    /// revision, so that serving the revision later is checked against the signature policy again.
+    pub detached_signature: Option<String>,
 }
 
 /// Why a package is refused.
@@ -68,7 +76,7 @@ pub enum PackageError {
 }
 
 impl PluginPackage {
-    /// Decodes a package from its parts. `pinned_sha256` is the optional `wasm-reconciler.io/sha256` annotation.
+    /// Decodes a package from its parts (with no [`origin`](Self::origin) or signature). `pinned_sha256` is the optional `wasm-reconciler.io/sha256` annotation.
     pub fn decode(
         wasm: Option<&[u8]>,
         wasm_gz: Option<&[u8]>,
@@ -103,8 +111,16 @@ impl PluginPackage {
                 value
             }
         };
-        let settings = PluginSettings::parse(settings.unwrap_or_default()).map_err(PackageError::Settings)?;
-        Ok(Self { wasm, config, settings })
+        let settings_text = settings.unwrap_or_default().to_owned();
+        let settings = PluginSettings::parse(&settings_text).map_err(PackageError::Settings)?;
+        Ok(Self {
+            wasm,
+            config,
+            settings,
+            settings_text,
+            origin: None,
+            detached_signature: None,
+        })
     }
 }
 

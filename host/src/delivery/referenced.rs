@@ -196,7 +196,16 @@ pub async fn run(
                 backoff.reset();
                 plugin.refresh()
             }
-            Ok(Some(fetched)) => match installer.install(&name, fetched.package).await {
+            Ok(Some(fetched)) => match installer
+                .install(
+                    &name,
+                    PluginPackage {
+                        origin: Some(format!("{} (ConfigMap {name})", fetched.source)),
+                        ..fetched.package
+                    },
+                )
+                .await
+            {
                 Ok(installed) => {
                     tracing::info!(plugin = %name, source = %fetched.source, ?installed, "plugin by reference serving");
                     serving = Some(fetched.digest);

@@ -56,6 +56,12 @@ pub struct PluginState {
     pub serving: Option<ServingVersion>,
     /// The last version refused, if any.
     pub last_refusal: Option<Refusal>,
+    /// The revision serving, when the host keeps revisions.
+    pub revision: Option<i64>,
+    /// The newest revision its source delivered.
+    pub latest_revision: Option<i64>,
+    /// The revision it is pinned to (its WasmPlugin's `spec.revision`).
+    pub pinned: Option<i64>,
 }
 
 /// The serving version of a plugin.
@@ -330,9 +336,17 @@ impl<S: PluginStates> StatusWriter<S> {
                     "True",
                     "Serving",
                     format!(
-                        "serving sha256:{} (contract {})",
+                        "serving sha256:{} (contract {}){}",
                         short(&serving.sha256),
-                        serving.contract
+                        serving.contract,
+                        match (state.pinned, state.latest_revision) {
+                            (Some(pinned), Some(latest)) if Some(pinned) == state.revision =>
+                                format!(", pinned to revision {pinned}; the source's newest is revision {latest}"),
+                            (Some(pinned), _) if Some(pinned) == state.revision =>
+                                format!(", pinned to revision {pinned}"),
+                            (Some(pinned), _) => format!(", pinned to revision {pinned}, which cannot serve"),
+                            _ => String::new(),
+                        }
                     ),
                 ),
                 None => (
@@ -367,6 +381,12 @@ impl<S: PluginStates> StatusWriter<S> {
         );
         if let Some(source) = &state.source {
             status.insert("source", json!(source));
+        }
+        if let Some(revision) = state.revision {
+            status.insert("revision", json!(revision));
+        }
+        if let Some(latest) = state.latest_revision {
+            status.insert("latestRevision", json!(latest));
         }
         if let Some(refusal) = &state.last_refusal {
             status.insert("lastRefusal", json!({"time": refusal.time, "message": refusal.message}));
