@@ -130,9 +130,10 @@ step-fmt: step-toolchain
 step-openapi: step-go-download
 	@$(STEP) openapi python3 apiserver/tools/builtin_openapi.py --check
 # clippy over every target with the build's flags, in a target directory of its own so that it never holds the
-# build's lock (cargo lets one command at a time compile in a directory), sharing the guest components; after the
-# release build and at a lower priority, so that it takes the CPU the tests leave while they wait on servers.
-step-clippy: step-toolchain step-test-tools | step-build
+# build's lock (cargo lets one command at a time compile in a directory), sharing the guest components; once the
+# first build is done (not the rest of it: both run niced, beside the suites) and at a lower priority, so that it
+# takes the CPU the tests leave while they wait on servers.
+step-clippy: step-toolchain step-test-tools | step-build-first
 	@CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/clippy WASM_RECONCILER_GUESTS_TARGET_DIR=$(CARGO_TARGET_DIR) \
 		$(STEP) clippy nice -n 10 $(CARGO) clippy $(CI_CARGO) --all-targets -- -D warnings
 step-unused-deps: step-machete-install
