@@ -191,6 +191,13 @@ extraEnv:
     value: http://otel-collector.observability:4318
   - name: OTEL_RESOURCE_ATTRIBUTES
     value: k8s.pod.name=$(POD_NAME)
+extraVolumes:
+  - name: trusted-keys
+    configMap: {name: plugin-signing-keys}
+extraVolumeMounts:
+  - name: trusted-keys
+    mountPath: /etc/wasm-reconciler/keys
+    readOnly: true
 metrics:
   port: 9100
   podAnnotations: false
@@ -282,6 +289,7 @@ check_bad_values_refused() {
 		refused "at '/rbac/extraRules/0': missing property 'verbs'" --set 'rbac.extraRules[0].resources[0]=secrets' &&
 		refused "at '/logFormat': value must be one of" --set logFormat=yaml &&
 		refused "at '/extraEnv/0': missing property 'name'" --set 'extraEnv[0].value=http://collector:4318' &&
+		refused "at '/extraVolumeMounts/0': missing property 'mountPath'" --set 'extraVolumeMounts[0].name=keys' &&
 		refused "at '/serviceAccount/name': minLength: got 0, want 1" --set serviceAccount.create=false &&
 		refused "at '/replicaCount': maximum: got 2, want 1" --set leaderElection.enabled=false &&
 		refused "at '/monitoring/dashboard': additional properties 'enable' not allowed" --set monitoring.dashboard.enable=true &&
@@ -400,7 +408,10 @@ check_custom_values_rendered() {
 		expect "env (the chart's, then extraEnv)" "$(q "[$container | .env[].name]")" \
 			'["POD_NAME","POD_NAMESPACE","WASM_RECONCILER_LOG_FORMAT","OTEL_EXPORTER_OTLP_ENDPOINT","OTEL_RESOURCE_ATTRIBUTES"]' &&
 		expect "container port" "$(q "$container | .ports")" '[{"containerPort":9100,"name":"metrics","protocol":"TCP"}]' &&
-		expect "volumes and mounts (no artifact cache)" "$(q "[$pod | .spec.volumes[].name] + [$container | .volumeMounts[].name]")" '["tmp","tmp"]' &&
+		expect "volumes and mounts (no artifact cache; then extraVolumes, extraVolumeMounts)" \
+			"$(q "[$pod | .spec.volumes[].name] + [$container | .volumeMounts[].name]")" '["tmp","trusted-keys","tmp","trusted-keys"]' &&
+		expect "extra volume" "$(q "$pod | .spec.volumes[1]")" '{"configMap":{"name":"plugin-signing-keys"},"name":"trusted-keys"}' &&
+		expect "extra mount" "$(q "$container | .volumeMounts[1]")" '{"mountPath":"/etc/wasm-reconciler/keys","name":"trusted-keys","readOnly":true}' &&
 		expect "resources" "$(q "$container | .resources")" '{"limits":{"cpu":"2","memory":"1Gi"},"requests":{"cpu":"50m","memory":"64Mi"}}' &&
 		expect "pod annotations" "$(q "$pod | .metadata.annotations")" '{"team":"a"}' &&
 		expect "pod labels" "$(q "$pod | .metadata.labels.team")" '"a"' &&
