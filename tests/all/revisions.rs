@@ -237,15 +237,10 @@ async fn a_plugin_rolls_back_to_a_revision_kept_in_the_cluster_and_forward_again
     Ok(())
 }
 
+/// A package of `wasm` with `config`, whose settings keep 3 revisions.
 fn package(wasm: Vec<u8>, config: Value) -> PluginPackage {
-    PluginPackage::decode(
-        Some(&wasm),
-        None,
-        Some(&config.to_string()),
-        Some("concurrency: 2\n"),
-        None,
-    )
-    .expect("a package")
+    let settings = "concurrency: 2\nrevisionHistoryLimit: 3\n";
+    PluginPackage::decode(Some(&wasm), None, Some(&config.to_string()), Some(settings), None).expect("a package")
 }
 
 /// The component's sha256, hex.
@@ -258,10 +253,11 @@ async fn the_revision_store_renumbers_bounds_splits_and_refuses_damage() -> anyh
     let cluster = Cluster::start().await?;
     let admin = cluster.client().await?;
     create_namespace(&admin, HOST_NAMESPACE).await?;
-    let store = RevisionStore::new(admin.clone(), HOST_NAMESPACE, Fence::always_open()).with_limit(3);
+    let store = RevisionStore::new(admin.clone(), HOST_NAMESPACE, Fence::always_open());
     let api: Api<ControllerRevision> = Api::namespaced(admin.clone(), HOST_NAMESPACE);
 
-    // Four versions of a small component, by configuration: numbered 1 to 4, the oldest beyond 3 deleted.
+    // Four versions of a small component, by configuration: numbered 1 to 4, the oldest beyond the settings' 3
+    // deleted.
     let wasm = b"\0asm\x0d\0\x01\0".to_vec();
     for n in 1..=4 {
         let number = store

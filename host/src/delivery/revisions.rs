@@ -6,7 +6,7 @@
 //! configuration and the settings. Its `data` holds them all, with the source the version came from and when it was
 //! accepted. Revisions are numbered from 1 per plugin; a version that comes back (a ConfigMap reverted to earlier
 //! content) keeps its object and is given the next number, as a Deployment's rollback renumbers its ReplicaSet. The
-//! newest [`HISTORY_LIMIT`] revisions of a plugin are kept.
+//! newest revisions of a plugin are kept, as many as its settings' `revisionHistoryLimit` (10 by default).
 //!
 //! The component is kept in the cluster, never by reference alone: a registry may have lost the artifact, a tag
 //! moved, and a directory has no history. Compressed, a component of up to [`INLINE_BYTES`] is stored inside its
@@ -35,8 +35,6 @@ pub const PLUGIN_LABEL: &str = "wasm-reconciler.io/plugin";
 pub const PART_OF_LABEL: &str = "wasm-reconciler.io/revision-part-of";
 /// The label on every object the host writes.
 const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "wasm-reconciler");
-/// Revisions kept per plugin (the serving one always among them).
-pub const HISTORY_LIMIT: usize = 10;
 /// Largest compressed component stored inside its revision, and the size of each part of a larger one: about
 /// 700 KB once base64-encoded, well under the API server's object limit (1.5 MiB in etcd).
 pub const INLINE_BYTES: usize = 512 * 1024;
@@ -111,7 +109,6 @@ pub struct RevisionStore {
     api: Api<ControllerRevision>,
     namespace: String,
     fence: Fence,
-    limit: usize,
     lock: Arc<tokio::sync::Mutex<()>>,
 }
 
@@ -119,7 +116,6 @@ impl std::fmt::Debug for RevisionStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RevisionStore")
             .field("namespace", &self.namespace)
-            .field("limit", &self.limit)
             .finish_non_exhaustive()
     }
 }
@@ -131,15 +127,8 @@ impl RevisionStore {
             api: Api::namespaced(client, namespace),
             namespace: namespace.to_owned(),
             fence,
-            limit: HISTORY_LIMIT,
             lock: Arc::default(),
         }
-    }
-
-    /// Keeps `limit` revisions per plugin instead of [`HISTORY_LIMIT`] (at least one).
-    pub fn with_limit(mut self, limit: usize) -> Self {
-        self.limit = limit.max(1);
-        self
     }
 
     /// The namespace the revisions are kept in.
@@ -149,7 +138,7 @@ impl RevisionStore {
 
     /// Records `package` (whose component's sha256 is `sha256`, hex) as the newest revision of `plugin`, from
     /// `source`, and returns its number. A version recorded before keeps its object and is renumbered if a later
-    /// one came since; the oldest revisions beyond the limit are deleted.
+    /// one came since; the oldest revisions beyond the package's `revisionHistoryLimit` are deleted.
     pub async fn record(
         &self,
         plugin: &str,
@@ -183,7 +172,8 @@ impl RevisionStore {
                 number
             }
         };
-        self.prune(plugin, &name).await?;
+        self.prune(plugin, &name, package.settings.revision_history_limit)
+            .await?;
         Ok(number)
     }
 
@@ -376,13 +366,13 @@ impl RevisionStore {
         Ok(())
     }
 
-    /// Deletes the oldest revisions of `plugin` beyond the limit, never `keep`.
-    async fn prune(&self, plugin: &str, keep: &str) -> Result<(), RevisionError> {
+    /// Deletes the oldest revisions of `plugin` beyond the newest `limit`, never `keep`.
+    async fn prune(&self, plugin: &str, keep: &str, limit: usize) -> Result<(), RevisionError> {
         let mut revisions = self.list(plugin).await?;
         revisions.sort_by_key(|revision| std::cmp::Reverse(revision.number));
         for old in revisions
             .iter()
-            .skip(self.limit)
+            .skip(limit.max(1))
             .filter(|revision| revision.name != keep)
         {
             self.fence.check()?;

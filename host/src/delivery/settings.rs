@@ -36,6 +36,9 @@ pub struct PluginSettings {
     /// The ServiceAccount the host acts as for this plugin (`serviceAccount: namespace/name`): every read, watch and
     /// write for it is made by impersonation, so that account's RBAC bounds the plugin. `None`: the host's own.
     pub service_account: Option<ServiceAccountRef>,
+    /// How many of the plugin's revisions are kept in the cluster (`revisionHistoryLimit`), the serving one among
+    /// them.
+    pub revision_history_limit: usize,
 }
 
 /// A ServiceAccount, `namespace/name`.
@@ -109,9 +112,13 @@ impl Default for PluginSettings {
             pull_secret: None,
             refresh_interval: DEFAULT_REFRESH_INTERVAL,
             service_account: None,
+            revision_history_limit: DEFAULT_REVISION_HISTORY_LIMIT,
         }
     }
 }
+
+/// Revisions kept per plugin unless `revisionHistoryLimit` says otherwise (as a Deployment keeps 10 ReplicaSets).
+pub const DEFAULT_REVISION_HISTORY_LIMIT: usize = 10;
 
 /// Why settings are refused.
 #[derive(Debug, thiserror::Error)]
@@ -149,6 +156,7 @@ struct RawSettings {
     pull_secret: Option<String>,
     refresh_interval: Option<String>,
     service_account: Option<String>,
+    revision_history_limit: Option<u32>,
 }
 
 impl PluginSettings {
@@ -270,6 +278,16 @@ impl PluginSettings {
                 key: "serviceAccount",
                 message,
             })?;
+        let revision_history_limit = match raw.revision_history_limit {
+            None => defaults.revision_history_limit,
+            Some(n @ 1..=100) => n as usize,
+            Some(n) => {
+                return Err(SettingsError::Invalid {
+                    key: "revisionHistoryLimit",
+                    message: format!("{n} is outside 1..100"),
+                });
+            }
+        };
         let (outbound, variables) = parse_grants(&raw, &mut limits)?;
         Ok(Self {
             limits,
@@ -282,6 +300,7 @@ impl PluginSettings {
             pull_secret: raw.pull_secret,
             refresh_interval,
             service_account,
+            revision_history_limit,
         })
     }
 }
@@ -446,6 +465,12 @@ mod tests {
             })
         );
         assert_eq!(PluginSettings::default().service_account, None);
+        let history = PluginSettings::parse("revisionHistoryLimit: 3\n").unwrap();
+        assert_eq!(history.revision_history_limit, 3);
+        assert_eq!(
+            PluginSettings::default().revision_history_limit,
+            DEFAULT_REVISION_HISTORY_LIMIT
+        );
     }
 
     #[test]
@@ -457,6 +482,7 @@ mod tests {
         assert!(message("deadline: soon").contains("setting `deadline`"));
         assert!(message("deadline: 2m").contains("between 1ms and 60s"));
         assert!(message("concurrency: 0").contains("outside 1..256"));
+        assert!(message("revisionHistoryLimit: 0").contains("setting `revisionHistoryLimit`: 0 is outside 1..100"));
         assert!(message("memory: 1Mi").contains("unknown field `memory`"));
         assert!(message("namespaces: []").contains("must list namespace names"));
         assert!(message("pullSecret: Reg_Cred").contains("setting `pullSecret`"));
