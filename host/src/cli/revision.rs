@@ -9,7 +9,7 @@ use clap::Args;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::json;
 
-use crate::delivery::pins::pinned_revision;
+use crate::controller::pins::pinned_revision;
 use crate::delivery::revisions::{Revision, RevisionStore};
 use crate::lease::Fence;
 use crate::telemetry::plugin_status;

@@ -340,7 +340,7 @@ impl Serving {
         let pins = tokio::spawn({
             let (client, manager, stop) = (client.clone(), manager.clone(), stop.clone());
             let namespace = namespace.clone().unwrap_or_else(|| "default".to_owned());
-            async move { crate::delivery::pins::watch_pins(client, &namespace, manager, stop).await }
+            async move { crate::controller::pins::watch_pins(client, &namespace, manager, stop).await }
         });
         let until_stopped = |mut stop: watch::Receiver<bool>| async move {
             let _ = stop.wait_for(|stop| *stop).await;

@@ -5,6 +5,7 @@
 
 mod identity;
 pub mod manager;
+pub mod pins;
 
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};

@@ -8,7 +8,6 @@ pub mod configmap;
 pub mod credentials;
 pub mod directory;
 pub mod package;
-pub mod pins;
 pub mod reference;
 pub mod referenced;
 pub mod registry;

@@ -292,7 +292,7 @@ impl RevisionStore {
             "plugin": plugin,
             "sha256": format!("sha256:{sha256}"),
             "source": source,
-            "accepted": crate::apply::now(),
+            "accepted": now(),
             "config": package.config,
             "settings": package.settings_text,
             "signature": package.detached_signature,
@@ -386,6 +386,14 @@ impl RevisionStore {
         }
         Ok(())
     }
+}
+
+/// Now, to the second (RFC 3339).
+fn now() -> String {
+    let now = k8s_openapi::jiff::Timestamp::now();
+    k8s_openapi::jiff::Timestamp::from_second(now.as_second())
+        .unwrap_or(now)
+        .to_string()
 }
 
 fn data_of(object: &ControllerRevision) -> &Value {

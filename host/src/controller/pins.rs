@@ -10,7 +10,7 @@ use kube::api::{Api, DynamicObject};
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::watch;
 
-use crate::controller::Manager;
+use super::Manager;
 use crate::telemetry::plugin_status;
 
 /// The revision a WasmPlugin pins, if any: `spec.revision`, a positive integer.
