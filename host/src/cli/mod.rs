@@ -246,8 +246,14 @@ fn validate_component(file: &std::path::Path, wasm: &[u8]) -> Result<(), Box<dyn
     let name = file
         .file_stem()
         .map_or_else(|| "plugin".into(), |s| s.to_string_lossy().into_owned());
+    // Offline, a slow machine is no reason to call a component unusable: `describe()` gets far longer than the 1 s a
+    // host gives it by default (a Python component's takes most of a second on a loaded 2-core machine).
+    let limits = crate::plugin::Limits {
+        deadline: std::time::Duration::from_secs(30),
+        ..crate::plugin::Limits::default()
+    };
     let plugin = engine
-        .load(&name, wasm, crate::plugin::Limits::default())
+        .load(&name, wasm, limits)
         .map_err(|e| format!("{} is not a usable plugin: {}", file.display(), crate::error_chain(&e)))?;
     tracing::debug!(file = %file.display(), primary = %plugin.spec().primary, "validated");
     Ok(())

@@ -23,7 +23,7 @@ use base64::Engine as _;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
-use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions};
 use serde_json::{Value, json};
 
 use super::package::{PackageError, PluginPackage};
@@ -157,8 +157,12 @@ impl RevisionStore {
                     return Ok(revision.number);
                 }
                 self.fence.check()?;
-                // `data` is immutable; the number is not.
-                let patch = json!({"revision": newest + 1});
+                // `data` is immutable; the number is not. The uid and resourceVersion read make it conditional: a
+                // revision changed or replaced since is a conflict, never overwritten.
+                let patch = json!({
+                    "metadata": {"uid": object.metadata.uid, "resourceVersion": object.metadata.resource_version},
+                    "revision": newest + 1,
+                });
                 self.api
                     .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await?;
@@ -368,19 +372,26 @@ impl RevisionStore {
 
     /// Deletes the oldest revisions of `plugin` beyond the newest `limit`, never `keep`.
     async fn prune(&self, plugin: &str, keep: &str, limit: usize) -> Result<(), RevisionError> {
-        let mut revisions = self.list(plugin).await?;
-        revisions.sort_by_key(|revision| std::cmp::Reverse(revision.number));
-        for old in revisions
+        let mut revisions = self.revisions(plugin).await?;
+        revisions.sort_by_key(|(revision, _)| std::cmp::Reverse(revision.number));
+        for (old, object) in revisions
             .iter()
             .skip(limit.max(1))
-            .filter(|revision| revision.name != keep)
+            .filter(|(revision, _)| revision.name != keep)
         {
             self.fence.check()?;
-            // Its parts go with it: the garbage collector removes what it owns.
-            let params = DeleteParams::background();
+            // Its parts go with it: the garbage collector removes what it owns. Only the revision as listed: one
+            // renumbered or replaced since is a conflict, left for the next record.
+            let params = DeleteParams {
+                preconditions: Some(Preconditions {
+                    uid: object.metadata.uid.clone(),
+                    resource_version: object.metadata.resource_version.clone(),
+                }),
+                ..DeleteParams::background()
+            };
             match self.api.delete(&old.name, &params).await {
                 Ok(_) => tracing::info!(plugin, revision = old.number, name = %old.name, "old revision removed"),
-                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {}
                 Err(error) => return Err(error.into()),
             }
         }
