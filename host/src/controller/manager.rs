@@ -217,7 +217,7 @@ impl Manager {
                     source: record.source.clone(),
                     serving: None,
                     last_refusal: record.last_refusal.clone(),
-                    revision: None,
+                    revision: record.revision,
                     latest_revision: record.latest,
                     pinned: record.pinned,
                 };
@@ -235,11 +235,6 @@ impl Manager {
                 latest_revision: None,
                 pinned: None,
             });
-            if let Some(record) = self.records.lock().unwrap_or_else(PoisonError::into_inner).get(name) {
-                state.revision = record.revision;
-                state.latest_revision = record.latest;
-                state.pinned = record.pinned;
-            }
             state.serving = Some(ServingVersion {
                 sha256: slot.sha256.clone(),
                 contract: slot.contract.clone(),
@@ -293,10 +288,7 @@ impl Manager {
                     revision,
                     "plugin pinned to a revision; its new version is held"
                 );
-                match self.serve_revision(name, revision).await {
-                    Ok(_) => Ok(Installed::Held),
-                    Err(error) => Err(error),
-                }
+                self.serve_revision(name, revision).await.map(|_| Installed::Held)
             }
             None => self.install_and_record(name, package).await,
         };
@@ -324,8 +316,10 @@ impl Manager {
         if installed == Installed::Unchanged && recorded.is_some() {
             return Ok(installed);
         }
-        use sha2::Digest;
-        let sha256 = hex::encode(sha2::Sha256::digest(&kept.wasm));
+        // The digest install_version computed is the serving slot's.
+        let Some(sha256) = self.slots.lock().await.get(name).map(|slot| slot.sha256.clone()) else {
+            return Ok(installed);
+        };
         let source = kept
             .origin
             .clone()

@@ -218,7 +218,10 @@ impl ConfigMapSource {
         match result {
             Ok(Installed::Unchanged) => {}
             Ok(installed) => {
-                tracing::info!(plugin = %name, ?installed, "plugin loaded from ConfigMap");
+                // Held: the manager said why (the plugin is pinned to a revision); the Event says it too.
+                if installed != Installed::Held {
+                    tracing::info!(plugin = %name, ?installed, "plugin loaded from ConfigMap");
+                }
                 sink.report(Verdict::Loaded {
                     installed,
                     source: "this version".into(),

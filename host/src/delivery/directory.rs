@@ -148,7 +148,8 @@ impl DirectorySource {
             ..package
         };
         match installer.install(name, package).await {
-            Ok(Installed::Unchanged) => {}
+            // Held: the manager said why (the plugin is pinned to a revision).
+            Ok(Installed::Unchanged | Installed::Held) => {}
             Ok(result) => tracing::info!(plugin = name, ?result, "plugin loaded from the directory"),
             Err(error) => {
                 tracing::error!(plugin = name, dir = %path.display(), error = %crate::error_chain(&error), "plugin refused; the previous version keeps serving");

@@ -207,7 +207,10 @@ pub async fn run(
                 .await
             {
                 Ok(installed) => {
-                    tracing::info!(plugin = %name, source = %fetched.source, ?installed, "plugin by reference serving");
+                    // Held: the manager said why (the plugin is pinned to a revision); the Event says it too.
+                    if installed != Installed::Held {
+                        tracing::info!(plugin = %name, source = %fetched.source, ?installed, "plugin by reference serving");
+                    }
                     serving = Some(fetched.digest);
                     given_up = None;
                     last_failure = None;

@@ -10,9 +10,9 @@
 //!
 //! The component is kept in the cluster, never by reference alone: a registry may have lost the artifact, a tag
 //! moved, and a directory has no history. Compressed, a component of up to [`INLINE_BYTES`] is stored inside its
-//! revision; a larger one (a Python plugin is ~19 MiB, ~6 MiB compressed) is split over part objects,
-//! ControllerRevisions `<revision>-part-<i>` owned by their revision, so the garbage collector removes them with
-//! it. Every load is hashed again and must match the revision's sha256: a damaged revision is refused, never
+//! revision; a larger one (a Python plugin is 19 MB, 6.5 MB compressed: docs/benchmarks/polyglot.md) is split over
+//! part objects, ControllerRevisions `<revision>-part-<i>` owned by their revision, so the garbage collector removes
+//! them with it. Every load is hashed again and must match the revision's sha256: a damaged revision is refused, never
 //! served.
 
 use std::collections::BTreeMap;
@@ -152,7 +152,7 @@ impl RevisionStore {
         let newest = existing.iter().map(|(revision, _)| revision.number).max().unwrap_or(0);
         let number = match existing.iter().find(|(revision, _)| revision.name == name) {
             Some((revision, object)) => {
-                self.complete_parts(object, &package.wasm).await?;
+                self.complete_parts(object, &package.wasm, None).await?;
                 if revision.number == newest {
                     return Ok(revision.number);
                 }
@@ -176,7 +176,7 @@ impl RevisionStore {
                 number
             }
         };
-        self.prune(plugin, &name, package.settings.revision_history_limit)
+        self.prune(plugin, &existing, &name, package.settings.revision_history_limit)
             .await?;
         Ok(number)
     }
@@ -322,24 +322,39 @@ impl RevisionStore {
             Err(kube::Error::Api(status)) if status.code == 409 => self.api.get(name).await?,
             Err(error) => return Err(error.into()),
         };
-        self.complete_parts(&created, &package.wasm).await
+        self.complete_parts(&created, &package.wasm, Some(compressed)).await
     }
 
-    /// Writes the part objects of a split revision that are missing (a crash between the revision and its parts).
-    async fn complete_parts(&self, revision: &ControllerRevision, wasm: &[u8]) -> Result<(), RevisionError> {
+    /// Writes the part objects of a split revision that are missing (a crash between the revision and its parts),
+    /// from `compressed`, or from `wasm` compressed again only when a part is missing.
+    async fn complete_parts(
+        &self,
+        revision: &ControllerRevision,
+        wasm: &[u8],
+        compressed: Option<Vec<u8>>,
+    ) -> Result<(), RevisionError> {
         let Some(parts) = data_of(revision)["component"]["parts"].as_u64() else {
             return Ok(());
         };
         let name = revision.metadata.name.clone().unwrap_or_default();
-        let compressed = gzip(wasm);
-        for (index, chunk) in (0..parts).zip(compressed.chunks(INLINE_BYTES)) {
-            let part_name = part_name(&name, index);
-            if self.api.get_opt(&part_name).await?.is_some() {
-                continue;
+        let mut missing = Vec::new();
+        for index in 0..parts {
+            if self.api.get_opt(&part_name(&name, index)).await?.is_none() {
+                missing.push(index);
             }
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let compressed = compressed.unwrap_or_else(|| gzip(wasm));
+        let chunks: Vec<&[u8]> = compressed.chunks(INLINE_BYTES).collect();
+        for index in missing {
+            let Some(chunk) = usize::try_from(index).ok().and_then(|i| chunks.get(i)) else {
+                break;
+            };
             let part = ControllerRevision {
                 metadata: ObjectMeta {
-                    name: Some(part_name),
+                    name: Some(part_name(&name, index)),
                     namespace: Some(self.namespace.clone()),
                     labels: Some(BTreeMap::from([
                         (PART_OF_LABEL.to_owned(), name.clone()),
@@ -370,15 +385,19 @@ impl RevisionStore {
         Ok(())
     }
 
-    /// Deletes the oldest revisions of `plugin` beyond the newest `limit`, never `keep`.
-    async fn prune(&self, plugin: &str, keep: &str, limit: usize) -> Result<(), RevisionError> {
-        let mut revisions = self.revisions(plugin).await?;
-        revisions.sort_by_key(|(revision, _)| std::cmp::Reverse(revision.number));
-        for (old, object) in revisions
-            .iter()
-            .skip(limit.max(1))
-            .filter(|(revision, _)| revision.name != keep)
-        {
+    /// Deletes the oldest of the `existing` revisions of `plugin` (as listed before `keep`, the newest, was
+    /// recorded) so that `limit` remain with `keep`.
+    async fn prune(
+        &self,
+        plugin: &str,
+        existing: &[(Revision, ControllerRevision)],
+        keep: &str,
+        limit: usize,
+    ) -> Result<(), RevisionError> {
+        let mut others: Vec<&(Revision, ControllerRevision)> =
+            existing.iter().filter(|(revision, _)| revision.name != keep).collect();
+        others.sort_by_key(|(revision, _)| std::cmp::Reverse(revision.number));
+        for (old, object) in others.into_iter().skip(limit.max(1) - 1) {
             self.fence.check()?;
             // Its parts go with it: the garbage collector removes what it owns. Only the revision as listed: one
             // renumbered or replaced since is a conflict, left for the next record.
