@@ -484,7 +484,10 @@ async fn a_registry_that_is_down_is_refused_and_retried() -> anyhow::Result<()> 
 async fn signed_setup(registry: &Registry) -> anyhow::Result<(Setup, PathBuf, PathBuf, PathBuf)> {
     let (trusted_key, trusted_pub) = generate_key(registry.dir(), "trusted").await?;
     let (other_key, _) = generate_key(registry.dir(), "other").await?;
-    let setup = Setup::start(&[ECHO_CRD], |options| options.trusted_keys = vec![trusted_pub.clone()]).await?;
+    let setup = Setup::start(&[ECHO_CRD, crate::plugin_state::WASMPLUGIN_CRD], |options| {
+        options.trusted_keys = vec![trusted_pub.clone()]
+    })
+    .await?;
     let pushed = serving_echo(&setup, registry, &["--sign-key", &path_str(&trusted_key)]).await?;
     cli(strings(&[
         "plugin",
@@ -622,6 +625,35 @@ async fn an_inline_plugin_needs_a_detached_signature_under_the_policy() -> anyho
     .await?;
     let signed: ConfigMap = serde_saphyr::from_str(&std::fs::read_to_string(&output)?)?;
     apply_config_map(&setup.client, &signed).await?;
+    still_serves(&setup.client, "bonjour").await?;
+
+    // Revision 1, the version signed in its registry, keeps no detached signature: pinned under the policy, it is
+    // refused, and the signed inline version (revision 2) keeps serving.
+    let plugins = namespaced(
+        &setup.client,
+        HOST_NAMESPACE,
+        &wasm_reconciler::telemetry::plugin_status::resource(),
+    );
+    let status = |plugin: DynamicObject| plugin.data["status"].clone();
+    wait_for(SERVE_WITHIN, "the WasmPlugin to report revision 2", || async {
+        let plugin = plugins.get_opt("echo").await.ok()??;
+        (status(plugin)["revision"] == 2).then_some(())
+    })
+    .await;
+    plugins
+        .patch(
+            "echo",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"spec": {"revision": 1}})),
+        )
+        .await?;
+    let refusal = wait_for(SERVE_WITHIN, "the pin to revision 1 to be refused", || async {
+        let plugin = plugins.get_opt("echo").await.ok()??;
+        let message = status(plugin)["lastRefusal"]["message"].as_str()?.to_owned();
+        message.contains("pinned to revision 1").then_some(message)
+    })
+    .await;
+    assert!(refusal.contains("plugin.wasm.sig"), "{refusal}");
     still_serves(&setup.client, "bonjour").await?;
     setup.host.stop().await
 }
