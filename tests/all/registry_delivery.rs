@@ -725,7 +725,7 @@ async fn a_tls_registry_with_a_pull_secret() -> anyhow::Result<()> {
     wait_for_echo(
         &echoes,
         "greeter",
-        Duration::from_secs(60),
+        SERVE_WITHIN,
         "the plugin pulled over TLS with the pull secret",
         greets("hello"),
     )
