@@ -107,8 +107,13 @@ step-build-first: step-toolchain step-test-tools
 # The rest of the build at a lower priority: the suites that started after build-first run servers with deadlines.
 step-build: step-toolchain step-test-tools | step-build-first
 	@$(STEP) build nice -n 10 $(MAKE) --no-print-directory build-release
+# The control plane (etcd, kube-apiserver, kube-controller-manager, kubectl, helm, the launcher) beside the first
+# build: the suites on a real server need it. The node's part (kube-scheduler, kubelet, kube-proxy, containerd and
+# the images), which only the Pods need, once the first build is done, at a lower priority.
 step-kube-build: step-test-tools step-go-download
-	@$(STEP) kube-build tests/kube/build.sh
+	@$(STEP) kube-build tests/kube/build.sh --control-plane
+step-kube-build-node: step-kube-build | step-build-first
+	@$(STEP) kube-build-node nice -n 10 tests/kube/build.sh
 # Only the monitoring check needs Prometheus: it builds once the release build is done, when the tests leave CPU free.
 step-prometheus-build: step-go-download | step-build
 	@$(STEP) prometheus-build tests/monitoring/build.sh
@@ -138,11 +143,12 @@ step-clippy: step-toolchain step-test-tools | step-build-first
 		$(STEP) clippy nice -n 10 $(CARGO) clippy $(CI_CARGO) --all-targets -- -D warnings
 step-unused-deps: step-machete-install
 	@$(STEP) unused-deps cargo machete
-step-kube-gotest: step-kube-build
+# The launcher's own checks take CPU only once the first build is done.
+step-kube-gotest: step-kube-build | step-build-first
 	@$(STEP) kube-gotest bash -c 'cd tests/kube && go test ./internal/...'
-step-kube-selfcheck: step-kube-build
+step-kube-selfcheck: step-kube-build | step-build-first
 	@$(STEP) kube-selfcheck tests/kube/selfcheck.sh
-step-kube-selfcheck-node: step-kube-build step-test-tools
+step-kube-selfcheck-node: step-kube-build-node step-test-tools
 	@$(STEP) kube-selfcheck-node tests/kube/selfcheck-node.sh
 step-helm-check: step-deploy-files step-kube-build
 	@$(STEP) helm-check tests/kube/helm-check.sh
@@ -178,11 +184,11 @@ step-sharding-real: $(FIRST_NEEDS) | step-faults-real
 	@E2E_SERVER=real $(STEP) sharding-real $(CARGO_TEST) sharding-real --exe all -- sharding::
 # The host as Pods on a real node (the image, deploy/ and the chart): one node at a time, after the node's own check,
 # and after helm-check, which writes the chart's example files.
-step-in-pod: $(FIRST_NEEDS) step-image step-kube-selfcheck-node step-helm-check
+step-in-pod: $(FIRST_NEEDS) step-image step-kube-build-node step-kube-selfcheck-node step-helm-check
 	@E2E_SERVER=real $(STEP) in-pod $(CARGO_TEST) in-pod --exe all -- in_pod:: --test-threads=1 --nocapture
 
 .PHONY: test-steps step-toolchain step-test-tools step-go-download step-build step-kube-build step-prometheus-build \
-	step-otelcol-build step-polyglot step-machete-install step-image step-deploy-files step-fmt step-openapi \
+	step-otelcol-build step-kube-build-node step-polyglot step-machete-install step-image step-deploy-files step-fmt step-openapi \
 	step-clippy step-unused-deps step-kube-gotest step-kube-selfcheck step-kube-selfcheck-node step-helm-check \
 	step-monitoring-check step-test-unit step-test-doc step-e2e-embedded step-e2e-real step-faults-embedded \
 	step-faults-real step-sharding-embedded step-sharding-real step-in-pod step-build-first step-test-plugins
@@ -379,12 +385,12 @@ kube-harness: test-tools
 ## dev-real: `make dev` on a real kube-apiserver, etcd and kube-controller-manager (built from Go modules by
 ## tests/kube/build.sh on first use, then cached): the same plugin directory, hot reload, CRDs and kubeconfig.
 dev-real:
-	@bin_dir="$$(tests/kube/build.sh)"; \
+	@bin_dir="$$(tests/kube/build.sh --control-plane)"; \
 	$(MAKE) --no-print-directory dev DEV_ARGS="--server real --kube-harness $$bin_dir/kube-harness $(DEV_ARGS)"
 
 ## real-cluster: a real Kubernetes control plane on .dev/real-cluster, in the foreground (Ctrl-C stops it; REAL_CLUSTER_ARGS="--fresh" etc.).
 real-cluster:
-	@bin_dir="$$(tests/kube/build.sh)"; \
+	@bin_dir="$$(tests/kube/build.sh --control-plane)"; \
 	echo "kubeconfig: $(CURDIR)/$(DEV_DIR)/real-cluster/kubeconfig (written when ready; Ctrl-C stops the cluster)"; \
 	exec "$$bin_dir/kube-harness" up --dir $(DEV_DIR)/real-cluster $(REAL_CLUSTER_ARGS)
 

@@ -6,7 +6,13 @@
 # harness sources and this script; does nothing when that directory is complete.
 #
 #   tests/kube/build.sh                 build if needed; progress on stderr, the bin directory on stdout
+#   tests/kube/build.sh --control-plane only the control plane's part (etcd, kube-apiserver, kube-controller-manager,
+#                                       kubectl, helm, kube-harness): what `kube-harness up` without --node runs
 #   tests/kube/build.sh --print-bin-dir print the bin directory (built or not) and exit
+#
+# The control plane is built first, and the node's part (kube-scheduler, kubelet, kube-proxy, containerd, pause and
+# the images) is added to the same directory later, so that `make test` starts the suites on a real control plane
+# before the node is built.
 #
 # Cache root: ${WASM_RECONCILER_CACHE:-$HOME/.cache/wasm-reconciler}/kube/<kubernetes-version>-<hash>/bin/ (and
 # images/ beside bin/).
@@ -40,23 +46,37 @@ inputs_hash="$(
 cache_root="${WASM_RECONCILER_CACHE:-$HOME/.cache/wasm-reconciler}/kube"
 key_dir="$cache_root/$kubernetes_version-$inputs_hash"
 bin_dir="$key_dir/bin"
-binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl helm kube-harness
-	containerd containerd-shim-runc-v2 pause)
+control_plane_binaries=(etcd kube-apiserver kube-controller-manager kubectl helm kube-harness)
+node_binaries=(kube-scheduler kubelet kube-proxy containerd containerd-shim-runc-v2 pause)
 images=(pause busybox)
 # The tag of both images (cluster.ImageTag in the launcher, which pushes them as localhost:5000/<name>:<tag>).
 image_tag=kube-harness
 
-if [[ ${1:-} == --print-bin-dir ]]; then
+want=all
+case ${1:-} in
+--print-bin-dir)
 	echo "$bin_dir"
 	exit 0
-elif [[ $# -gt 0 ]]; then
-	die "unknown argument $1 (usage: build.sh [--print-bin-dir])"
-fi
+	;;
+--control-plane) want=control-plane ;;
+"") ;;
+*) die "unknown argument $1 (usage: build.sh [--control-plane | --print-bin-dir])" ;;
+esac
+[[ $# -le 1 ]] || die "one argument at most (usage: build.sh [--control-plane | --print-bin-dir])"
 
-complete() {
+# Each part is complete when its marker and every file it makes are there.
+control_plane_complete() {
+	[[ -f $key_dir/control-plane.complete ]] || return 1
+	for binary in "${control_plane_binaries[@]}"; do [[ -x $bin_dir/$binary ]] || return 1; done
+}
+node_complete() {
 	[[ -f $key_dir/complete ]] || return 1
-	for binary in "${binaries[@]}"; do [[ -x $bin_dir/$binary ]] || return 1; done
+	for binary in "${node_binaries[@]}"; do [[ -x $bin_dir/$binary ]] || return 1; done
 	for image in "${images[@]}"; do [[ -f $key_dir/images/$image/index.json ]] || return 1; done
+}
+complete() {
+	control_plane_complete || return 1
+	[[ $want == control-plane ]] || node_complete
 }
 
 mkdir -p "$cache_root"
@@ -77,13 +97,6 @@ if complete; then
 	echo "$bin_dir"
 	exit 0
 fi
-
-# The images of the node: buildah makes them; busybox-static is the busybox image's only file (Debian's other
-# busybox package installs a dynamically linked /bin/busybox, which a FROM scratch image cannot run).
-command -v buildah >/dev/null || die "buildah is required for the node's images (Debian package buildah)"
-busybox_binary=/bin/busybox
-[[ "$(dpkg-query -W -f='${Status}' busybox-static 2>/dev/null)" == "install ok installed" && -x $busybox_binary ]] ||
-	die "a static busybox is required for the node's busybox image (Debian package busybox-static)"
 
 kubernetes_minor="$(echo "$kubernetes_version" | cut -d. -f2)"
 kubernetes_major="${kubernetes_version#v}"
@@ -110,18 +123,44 @@ ldflags+=(
 	-X "helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$kubernetes_minor"
 )
 
-staging="$key_dir/bin.partial"
+started=$SECONDS
+go_build() { CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath "$@"; }
+
+# The control plane: into bin.partial, which becomes bin/ whole.
+if ! control_plane_complete; then
+	staging="$key_dir/bin.partial"
+	rm -rf "$staging" "$key_dir/complete" "$key_dir/control-plane.complete"
+	mkdir -p "$staging"
+	say "building kubernetes $kubernetes_version (kube-apiserver, kube-controller-manager, kubectl), etcd $etcd_version, helm $helm_version and kube-harness with $(go env GOVERSION) into $bin_dir"
+	say "with an empty Go build cache this takes a long while (measured times: docs/real-cluster.md)"
+	# Static binaries as Kubernetes releases them; -mod=readonly so that go.sum is never rewritten by a build.
+	go_build -ldflags "${ldflags[*]}" -o "$staging/" ./cmd/kube-apiserver ./cmd/kube-controller-manager \
+		./cmd/kube-harness k8s.io/kubernetes/cmd/kubectl go.etcd.io/etcd/server/v3 helm.sh/helm/v3/cmd/helm
+	# go build names a binary after its import path without the major-version suffix.
+	mv "$staging/server" "$staging/etcd"
+	for binary in "${control_plane_binaries[@]}"; do [[ -x $staging/$binary ]] || die "the build did not produce $binary"; done
+	rm -rf "$bin_dir" "$key_dir/images"
+	mv "$staging" "$bin_dir"
+	{
+		echo "kubernetes $kubernetes_version"
+		echo "etcd $etcd_version"
+		echo "helm $helm_version"
+		echo "go $(go env GOVERSION)"
+	} >"$key_dir/versions"
+	touch "$key_dir/control-plane.complete"
+	say "control plane built in $((SECONDS - started)) s: $(cd "$bin_dir" && echo "${control_plane_binaries[*]}")"
+fi
+if [[ $want == control-plane ]]; then
+	echo "$bin_dir"
+	exit 0
+fi
+
+# The node: its binaries into node.partial, then each moved into bin/ beside the control plane's.
+staging="$key_dir/node.partial"
 rm -rf "$staging"
 mkdir -p "$staging"
-say "building kubernetes $kubernetes_version (kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy, kubectl), etcd $etcd_version, helm $helm_version, containerd $containerd_version, pause and kube-harness with $(go env GOVERSION) into $bin_dir"
-say "with an empty Go build cache this takes a long while (measured times: docs/real-cluster.md)"
-started=$SECONDS
-# Static binaries as Kubernetes releases them; -mod=readonly so that go.sum is never rewritten by a build.
-CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath -ldflags "${ldflags[*]}" -o "$staging/" \
-	./cmd/kube-apiserver ./cmd/kube-controller-manager ./cmd/kube-scheduler ./cmd/kubelet ./cmd/kube-proxy \
-	./cmd/kube-harness ./cmd/pause k8s.io/kubernetes/cmd/kubectl go.etcd.io/etcd/server/v3 helm.sh/helm/v3/cmd/helm
-# go build names a binary after its import path without the major-version suffix.
-mv "$staging/server" "$staging/etcd"
+say "building kubernetes $kubernetes_version (kube-scheduler, kubelet, kube-proxy), containerd $containerd_version and pause with $(go env GOVERSION) into $bin_dir"
+go_build -ldflags "${ldflags[*]}" -o "$staging/" ./cmd/kube-scheduler ./cmd/kubelet ./cmd/kube-proxy ./cmd/pause
 # containerd in a module of its own: its dependency graph (OpenTelemetry, gRPC, …) is newer than Kubernetes', and
 # one module would move Kubernetes' dependencies. Static, as containerd's release builds its shim; without cgo the
 # btrfs snapshotter (the only part that needs it) is left out.
@@ -130,11 +169,17 @@ mv "$staging/server" "$staging/etcd"
 	containerd_ldflags=(-s -w
 		-X "github.com/containerd/containerd/v2/version.Version=$containerd_version"
 		-X "github.com/containerd/containerd/v2/version.Package=github.com/containerd/containerd/v2")
-	CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath -tags no_btrfs \
-		-ldflags "${containerd_ldflags[*]}" -o "$staging/" \
+	go_build -tags no_btrfs -ldflags "${containerd_ldflags[*]}" -o "$staging/" \
 		github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
 )
-for binary in "${binaries[@]}"; do [[ -x $staging/$binary ]] || die "the build did not produce $binary"; done
+for binary in "${node_binaries[@]}"; do [[ -x $staging/$binary ]] || die "the build did not produce $binary"; done
+
+# The images of the node: buildah makes them; busybox-static is the busybox image's only file (Debian's other
+# busybox package installs a dynamically linked /bin/busybox, which a FROM scratch image cannot run).
+command -v buildah >/dev/null || die "buildah is required for the node's images (Debian package buildah)"
+busybox_binary=/bin/busybox
+[[ "$(dpkg-query -W -f='${Status}' busybox-static 2>/dev/null)" == "install ok installed" && -x $busybox_binary ]] ||
+	die "a static busybox is required for the node's busybox image (Debian package busybox-static)"
 
 # The node's images, FROM scratch with buildah (vfs storage and chroot isolation: no daemon, no overlay mounts, all
 # below the cache directory), with every timestamp at 0 so that a rebuild gives the same layers. pause: the pause
@@ -172,17 +217,15 @@ for image in "${images[@]}"; do
 done
 rm -rf "$buildah_dir"
 
-rm -rf "$bin_dir" "$key_dir/images"
-mv "$staging" "$bin_dir"
+rm -rf "$key_dir/images"
+for binary in "${node_binaries[@]}"; do mv "$staging/$binary" "$bin_dir/$binary"; done
+rmdir "$staging"
 mv "$images_staging" "$key_dir/images"
+sed -i '/^containerd /d; /^busybox /d' "$key_dir/versions"
 {
-	echo "kubernetes $kubernetes_version"
-	echo "etcd $etcd_version"
-	echo "helm $helm_version"
 	echo "containerd $containerd_version"
 	echo "busybox $("$busybox_binary" 2>&1 | sed -n '1s/^BusyBox \(v[^ ]*\).*/\1/p')"
-	echo "go $(go env GOVERSION)"
-} >"$key_dir/versions"
+} >>"$key_dir/versions"
 touch "$key_dir/complete"
-say "built in $((SECONDS - started)) s: $(cd "$bin_dir" && echo "${binaries[*]}"); images: ${images[*]}"
+say "node built in $((SECONDS - started)) s: $(cd "$bin_dir" && echo "${node_binaries[*]}"); images: ${images[*]}"
 echo "$bin_dir"

@@ -40,7 +40,7 @@ cp "$root"/deploy/crds/*.yaml "$chart/files/examples/crds/"
 cp "$root"/deploy/plugins/*.yaml "$chart/files/examples/plugins/"
 say "copied deploy/crds and deploy/plugins into ${chart#"$root"/}/files/examples"
 
-bin_dir="$("$here/build.sh")" || die "tests/kube/build.sh failed"
+bin_dir="$("$here/build.sh" --control-plane)" || die "tests/kube/build.sh --control-plane failed"
 helm="$bin_dir/helm"
 # kubectl: the harness's own when its build has one (same version as the server), else the one on PATH.
 if [[ -x $bin_dir/kubectl ]]; then kubectl="$bin_dir/kubectl"; else kubectl="$(command -v kubectl)"; fi

@@ -14,7 +14,7 @@ say() { printf 'kube-harness selfcheck: %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }
 
 command -v curl >/dev/null || die "curl is required on PATH"
-bin_dir="$("$here/build.sh")" || die "tests/kube/build.sh failed"
+bin_dir="$("$here/build.sh" --control-plane)" || die "tests/kube/build.sh --control-plane failed"
 # The kubectl built beside the control plane, of the server's version.
 export PATH="$bin_dir:$PATH"
 kubernetes_version="$(sed -n 's/^kubernetes //p' "$bin_dir/../versions")"
