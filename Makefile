@@ -109,11 +109,12 @@ step-build: step-toolchain step-test-tools | step-build-first
 	@$(STEP) build nice -n 10 $(MAKE) --no-print-directory build-release
 # The control plane (etcd, kube-apiserver, kube-controller-manager, kubectl, helm, the launcher) beside the first
 # build: the suites on a real server need it. The node's part (kube-scheduler, kubelet, kube-proxy, containerd and
-# the images), which only the Pods need, once the first build is done, at a lower priority.
+# the images), which only the Pods need, once the first build is done, at the suites' priority: the node's check and
+# the Pods (about 9 minutes) follow it, as long a chain as the real server's suites.
 step-kube-build: step-test-tools step-go-download
 	@$(STEP) kube-build tests/kube/build.sh --control-plane
 step-kube-build-node: step-kube-build | step-build-first
-	@$(STEP) kube-build-node nice -n 10 tests/kube/build.sh
+	@$(STEP) kube-build-node tests/kube/build.sh
 # Only the monitoring check needs Prometheus: it builds once the release build is done, when the tests leave CPU free.
 step-prometheus-build: step-go-download | step-build
 	@$(STEP) prometheus-build tests/monitoring/build.sh
