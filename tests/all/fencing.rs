@@ -60,23 +60,8 @@ impl Identity {
         let token = cluster
             .cluster_admin_token(admin, HOST_NAMESPACE, name, &format!("fencing-{name}"))
             .await?;
-        let ca = cluster.kubectl_ok(&[
-            "config",
-            "view",
-            "--raw",
-            "-o",
-            "jsonpath={.clusters[0].cluster.certificate-authority-data}",
-        ]);
         let kubeconfig = dir.join("kubeconfig");
-        std::fs::write(
-            &kubeconfig,
-            format!(
-                "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\n    \
-                 certificate-authority-data: {ca}\nusers:\n- name: {name}\n  user:\n    token: {token}\ncontexts:\n\
-                 - name: c\n  context:\n    cluster: c\n    user: {name}\ncurrent-context: c\n",
-                cluster.url
-            ),
-        )?;
+        cluster.token_kubeconfig(&kubeconfig, name, &token)?;
         Ok(Self {
             name: name.to_owned(),
             kubeconfig,

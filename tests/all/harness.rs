@@ -120,6 +120,43 @@ impl Cluster {
         })
     }
 
+    /// A fresh cluster of the kind `E2E_SERVER` asks for; a real one writes an audit log of every write
+    /// ([`RealOptions::audit`]).
+    pub async fn start_audited() -> anyhow::Result<Self> {
+        match ServerKind::from_environment() {
+            ServerKind::Embedded => Self::start_embedded(None).await,
+            ServerKind::Real => {
+                Self::start_real_with(&RealOptions {
+                    audit: true,
+                    ..RealOptions::default()
+                })
+                .await
+            }
+        }
+    }
+
+    /// Writes to `path` a kubeconfig for this cluster that authenticates as `user` with bearer `token` (from
+    /// [`Cluster::cluster_admin_token`]).
+    pub fn token_kubeconfig(&self, path: &Path, user: &str, token: &str) -> anyhow::Result<()> {
+        let ca = self.kubectl_ok(&[
+            "config",
+            "view",
+            "--raw",
+            "-o",
+            "jsonpath={.clusters[0].cluster.certificate-authority-data}",
+        ]);
+        std::fs::write(
+            path,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\n    \
+                 certificate-authority-data: {ca}\nusers:\n- name: {user}\n  user:\n    token: {token}\ncontexts:\n\
+                 - name: c\n  context:\n    cluster: c\n    user: {user}\ncurrent-context: c\n",
+                self.url
+            ),
+        )?;
+        Ok(())
+    }
+
     /// The real control plane, for what only it has (its node, its logs). Panics on the embedded server.
     pub fn real(&self) -> &RealCluster {
         match &self.backend {

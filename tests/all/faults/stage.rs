@@ -16,7 +16,7 @@ use serde_json::json;
 use super::front::{CrashWhen, Front, WriteLog};
 use super::request::WriteId;
 use super::story::{POWERDNS_KEY, Scene, Story};
-use crate::harness::{Cluster, PluginFiles, RealOptions, ServerKind, wait_for, write_plugin};
+use crate::harness::{Cluster, PluginFiles, ServerKind, wait_for, write_plugin};
 use crate::host_process::HostProcess;
 use crate::journal::{Action, Journal, count_per_name};
 use crate::plugin_configmaps::install_crd;
@@ -36,16 +36,7 @@ impl Environment {
     /// The API server `E2E_SERVER` asks for (a real one writes an audit log), the stories' CRDs and a PowerDNS.
     pub async fn start() -> anyhow::Result<Self> {
         let server = ServerKind::from_environment();
-        let cluster = match server {
-            ServerKind::Embedded => Cluster::start_embedded(None).await?,
-            ServerKind::Real => {
-                Cluster::start_real_with(&RealOptions {
-                    audit: true,
-                    ..RealOptions::default()
-                })
-                .await?
-            }
-        };
+        let cluster = Cluster::start_audited().await?;
         let admin = cluster.client().await?;
         for story in Story::ALL {
             install_crd(&admin, &story.crd()).await?;
