@@ -22,6 +22,7 @@ mod kinds;
 mod leader;
 mod mirror;
 mod plugin_configmaps;
+mod plugin_diff;
 mod plugin_state;
 mod polyglot;
 mod powerdns;

@@ -2,6 +2,7 @@
 
 mod check;
 mod dev;
+mod diff;
 mod inspect;
 mod new;
 mod pack;
@@ -94,6 +95,11 @@ pub enum PluginCommand {
     /// settles, end where a fresh apply of the last spec ends; an invalid spec and a revert return to where the
     /// world was. Prints each finding with the command that replays it; exits 1 on any finding.
     Check(check::CheckArgs),
+    /// Preview a candidate version of a plugin against the live cluster, writing nothing: every primary is
+    /// reconciled on its live view by the serving revision and by the candidate, the candidate's children are
+    /// applied as server-side dry runs and compared with the live objects, and what would be created, changed,
+    /// deleted or fail is printed per primary, with a summary.
+    Diff(diff::DiffArgs),
     /// List a plugin's revisions in the cluster: every version the host accepted, numbered, with its digest, source
     /// and when; the serving one marked.
     History(revision::HistoryArgs),
@@ -197,6 +203,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Plugin(PluginCommand::GenerateKey(args)) => sign::generate_key(&args),
         Command::Plugin(PluginCommand::New(args)) => new::run(&args),
         Command::Plugin(PluginCommand::Check(args)) => check::run(&args),
+        Command::Plugin(PluginCommand::Diff(args)) => block_on(async move { diff::run(&args).await }),
         Command::Plugin(PluginCommand::History(args)) => block_on(async move { revision::history(&args).await }),
         Command::Plugin(PluginCommand::Rollback(args)) => block_on(async move { revision::rollback(&args).await }),
         Command::Plugin(PluginCommand::Unpin(args)) => block_on(async move { revision::unpin(&args).await }),
