@@ -632,7 +632,7 @@ impl Applier {
     /// as seen by this applier's controller only if nothing but the status changed.
     /// Writes `status` unless it is what the primary already shows; `true` when it was written.
     async fn write_status(&self, ticket: &Ticket, primary: &DynamicObject, status: Value) -> Result<bool, WriteError> {
-        if primary.data.get("status") == Some(&status) {
+        if status_unchanged(primary.data.get("status"), &status) {
             return Ok(false);
         }
         let api = self.primary_api(primary);
@@ -771,6 +771,20 @@ async fn all_succeed<T>(writes: Vec<BoxFuture<'_, Result<T, WriteError>>>) -> Re
 
 /// Whether `written` (a status write's response) differs from `seen` (what the reconcile read) only in its status
 /// and the bookkeeping the write itself changed.
+/// Whether writing `desired` as the merge patch of the status would leave `observed` as it is: a `null` in it
+/// removes a field, so a status that asks to remove what is already absent is unchanged too.
+fn status_unchanged(observed: Option<&Value>, desired: &Value) -> bool {
+    let Some(observed) = observed else {
+        return false;
+    };
+    if observed == desired {
+        return true;
+    }
+    let mut merged = observed.clone();
+    json_patch::merge(&mut merged, desired);
+    merged == *observed
+}
+
 fn same_but_status(written: &DynamicObject, seen: &DynamicObject) -> bool {
     fn essence(object: &DynamicObject) -> (kube::api::ObjectMeta, Value) {
         let mut metadata = object.metadata.clone();
@@ -852,6 +866,25 @@ mod tests {
 
     fn dynamic(value: Value) -> DynamicObject {
         serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn a_status_that_only_removes_absent_fields_is_not_written_again() {
+        let observed = json!({"ready": true, "conditions": [{"type": "Ready", "status": "True"}]});
+        let with_null = json!({"ready": true, "listed": null, "conditions": [{"type": "Ready", "status": "True"}]});
+        assert!(
+            status_unchanged(Some(&observed), &with_null),
+            "null for an absent field changes nothing"
+        );
+        assert!(status_unchanged(Some(&observed), &observed));
+        let removing = json!({"ready": null, "conditions": [{"type": "Ready", "status": "True"}]});
+        assert!(
+            !status_unchanged(Some(&observed), &removing),
+            "null for a present field removes it"
+        );
+        let changed = json!({"ready": false, "conditions": [{"type": "Ready", "status": "True"}]});
+        assert!(!status_unchanged(Some(&observed), &changed));
+        assert!(!status_unchanged(None, &json!({})), "a primary without status gets one");
     }
 
     #[test]
