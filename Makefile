@@ -317,6 +317,8 @@ bench: toolchain polyglot
 	$(CARGO) bench -p wasm-reconciler-apiserver
 	@# The Python and TypeScript components' per-reconcile time (docs/benchmarks/polyglot.md): an ignored test.
 	$(CARGO) test --release -p wasm-reconciler --test plugins polyglot::measure -- --ignored --nocapture
+	@# `plugin diff` for 1,000 primaries on the embedded server (docs/benchmarks/plugin-diff.md): an ignored test.
+	$(CARGO) test --release -p wasm-reconciler-tests --test all plugin_diff::measure -- --ignored --nocapture
 
 # The peers' builds live outside the repository: the Go binary and the Kopf venv (pinned requirements).
 PEERS_CACHE ?= $(HOME)/.cache/wasm-reconciler/peers

@@ -367,3 +367,88 @@ async fn a_candidate_is_previewed_against_live_objects_without_a_write_and_does_
     drop(host);
     Ok(())
 }
+
+/// How long `plugin diff` takes for 1,000 primaries (each with one child, sent as a dry run), on the embedded server;
+/// three runs, written to docs/benchmarks/plugin-diff.md with the machine's core count. An ignored test: run it with
+/// `cargo test --release --test all -- plugin_diff::measure --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement that writes docs/benchmarks/plugin-diff.md"]
+async fn measure() -> anyhow::Result<()> {
+    const PRIMARIES: usize = 1000;
+    let cluster = Cluster::start_embedded(None).await?;
+    let admin = cluster.client().await?;
+    create_namespace(&admin, HOST_NAMESPACE).await?;
+    install_crd(&admin, WASMPLUGIN_CRD).await?;
+    install_crd(&admin, &crate::harness::example_crd("configmapset")).await?;
+    apply_config_map(
+        &admin,
+        &packed(wasm_reconciler_artifacts::CONFIGMAPSET, "configmapset", None, true)?,
+    )
+    .await?;
+    let host = HostProcess::start(cluster.dir.path(), &cluster.kubeconfig, "h0", &[])?;
+    host.wait_ready(Duration::from_secs(60)).await;
+    let sets = namespaced(&admin, "default", &crate::kinds::configmapset_resource());
+    for index in 0..PRIMARIES {
+        create_when_served(
+            &sets,
+            crate::kinds::configmapset(&format!("set-{index}"), 1, 1, "hello"),
+        )
+        .await?;
+    }
+    wait_for(Duration::from_secs(600), "every set reconciled", || async {
+        let listed = sets.list(&Default::default()).await.ok()?;
+        let reconciled = listed
+            .items
+            .iter()
+            .filter(|set| {
+                let set = serde_json::to_value(set).unwrap_or_default();
+                crate::harness::condition(&set, "Reconciled") == Some("True")
+            })
+            .count();
+        (reconciled == PRIMARIES).then_some(())
+    })
+    .await;
+    drop(host);
+    let differ = Differ::start(&cluster, &admin).await?;
+    let dir = tempfile::tempdir()?;
+    let candidate = dir.path().join("configmapset.yaml");
+    std::fs::write(
+        &candidate,
+        pack_manifest(wasm_reconciler_artifacts::CONFIGMAPSET, "configmapset", None, true)?,
+    )?;
+    let candidate = candidate.display().to_string();
+    let mut seconds = Vec::new();
+    for _ in 0..3 {
+        let started = std::time::Instant::now();
+        let report = differ.diff_json(&candidate);
+        seconds.push(started.elapsed().as_secs_f64());
+        assert_eq!(report["summary"]["unchanged"], PRIMARIES, "{}", report["summary"]);
+    }
+    let dry_runs = differ.assert_no_write(&cluster, "plugin diff");
+    assert_eq!(dry_runs, 3 * PRIMARIES, "one dry run per child per run");
+    let cores = std::thread::available_parallelism().map_or(0, usize::from);
+    let (min, max) = seconds
+        .iter()
+        .fold((f64::MAX, 0.0_f64), |(lo, hi), s| (lo.min(*s), hi.max(*s)));
+    let runs: Vec<String> = seconds.iter().map(|s| format!("{s:.2}")).collect();
+    let results = format!(
+        "# Benchmark: `plugin diff` for 1,000 primaries\n\n\
+         Written by `cargo test --release --test all -- plugin_diff::measure --ignored --nocapture` (tests/all/plugin_diff.rs).\n\n\
+         The embedded API server on loopback holds {PRIMARIES} ConfigMapSets, each with its one ConfigMap, reconciled by the host;\n\
+         the host is then stopped, and `wasm-reconciler plugin diff` previews the serving `configmapset` component (a packed\n\
+         manifest) against the live objects, three times: it lists the two kinds, reconciles every set with the serving\n\
+         revision and the candidate, and sends each child as a server-side apply dry run ({dry_runs} dry runs in all).\n\
+         Wall time of the whole command (process start to report), on {cores} cores:\n\n\
+         | run | seconds |\n|---|---:|\n{}\n\n\
+         Spread: {min:.2}–{max:.2} s.\n",
+        runs.iter()
+            .enumerate()
+            .map(|(i, s)| format!("| {} | {s} |", i + 1))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    );
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/benchmarks/plugin-diff.md");
+    std::fs::write(path, results)?;
+    println!("plugin diff of {PRIMARIES} primaries: {runs:?} s; written to {path}");
+    Ok(())
+}

@@ -26,6 +26,7 @@ from pathlib import Path
 # Ignored tests, by (binary name without its hash, test): what they are and what runs them.
 MEASUREMENTS = {
     ("plugins", "polyglot::measure"): "a measurement that writes docs/benchmarks/polyglot.md (`make bench`)",
+    ("all", "plugin_diff::measure"): "a measurement that writes docs/benchmarks/plugin-diff.md (`make bench`)",
 }
 
 SERVER_RULES = [
