@@ -303,6 +303,16 @@ async fn a_candidate_is_previewed_against_live_objects_without_a_write_and_does_
         "{text}"
     );
 
+    // As a CI gate: --exit-code fails on a change, and passes on none.
+    let (ok, _, stderr) = differ.diff(&[&same, "--exit-code"]);
+    assert!(ok, "{stderr}");
+    let (ok, _, stderr) = differ.diff(&[&candidate, "--exit-code"]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("3 of 3 primaries would change and 0 would fail"),
+        "{stderr}"
+    );
+
     // A candidate that fails, a component file of another plugin, a plugin that does not exist.
     let failing = write_manifest("failing.yaml", "fail: not today\n")?;
     let report = differ.diff_json(&failing);

@@ -62,6 +62,9 @@ pub struct DiffArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = DiffFormat::Text)]
     pub output: DiffFormat,
+    /// Exit with 1 when any primary would change or fail, as `git diff --exit-code` does: a gate for CI.
+    #[arg(long)]
+    pub exit_code: bool,
     #[command(flatten)]
     pub cluster: ClusterArgs,
     #[command(flatten)]
@@ -218,6 +221,14 @@ pub(super) async fn run(args: &DiffArgs) -> Result<(), Box<dyn std::error::Error
     match args.output {
         DiffFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
         DiffFormat::Text => print!("{}", text(&report)),
+    }
+    let summary = &report.summary;
+    if args.exit_code && summary.changed + summary.failed > 0 {
+        return Err(format!(
+            "{} of {} primaries would change and {} would fail (--exit-code)",
+            summary.changed, summary.primaries, summary.failed
+        )
+        .into());
     }
     Ok(())
 }
