@@ -20,19 +20,16 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::push::CredentialArgs;
-use super::revision::ClusterArgs;
+use super::revision::{Cluster, ClusterArgs, serving_revision};
 use super::run::RegistryArgs;
 use crate::apply::children::{PrimaryRef, prepare_children};
 use crate::apply::status::{ReconciledState, desired_status};
 use crate::controller::Impersonation;
 use crate::delivery::configmap::{self, Delivered};
 use crate::delivery::reference::PluginReference;
-use crate::delivery::revisions::RevisionStore;
 use crate::delivery::{OciReference, PluginPackage, PluginSettings, RegistryClient, SignaturePolicy};
-use crate::lease::Fence;
-use crate::plugin::{ClusterReader, ControllerSpec, Gvk, Outcome, Plugin, PluginEngine};
+use crate::plugin::{ClusterReader, ControllerSpec, Gvk, Limits, Outcome, Plugin, PluginEngine};
 use crate::runtime::{CacheReader, CacheSync, CachedObject, Caches, KindCache, world_view};
-use crate::telemetry::plugin_status;
 
 /// How long the caches of the plugin's kinds may take to fill.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(120);
@@ -240,20 +237,16 @@ pub async fn diff(args: &DiffArgs) -> Result<Report, Box<dyn std::error::Error>>
     let engine = PluginEngine::new(None)?;
 
     let (name, candidate) = candidate_package(args).await?;
-    let serving = serving(&client, &args.cluster.namespace, &name, &engine).await?;
+    let serving = serving(&args.cluster, &name, &engine).await?;
     let candidate_config = match &args.config {
         Some(path) => Some(read_config(path)?),
         None => candidate.config,
     };
     let candidate = {
         let package = candidate.package;
-        let wasm = package.wasm;
-        let limits = package.settings.limits;
-        let engine = engine.clone();
-        let plugin_name = name.clone();
-        let plugin = tokio::task::spawn_blocking(move || engine.load(&plugin_name, &wasm, limits))
-            .await?
-            .map_err(|e| format!("the candidate does not load: {}", crate::error_chain(&e)))?;
+        let plugin = load(&engine, &name, package.wasm, package.settings.limits)
+            .await
+            .map_err(|e| format!("the candidate does not load: {e}"))?;
         Loaded {
             info: VersionInfo {
                 sha256: format!("sha256:{}", plugin.sha256().trim_start_matches("sha256:")),
@@ -494,43 +487,14 @@ async fn pull(
 }
 
 /// The serving revision of `name`, from its WasmPlugin and the revisions in the cluster.
-async fn serving(
-    client: &kube::Client,
-    namespace: &str,
-    name: &str,
-    engine: &PluginEngine,
-) -> Result<Loaded, Box<dyn std::error::Error>> {
-    let plugins: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &plugin_status::resource());
-    let object = match plugins.get_opt(name).await {
-        Ok(Some(object)) => object,
-        Ok(None) => {
-            return Err(format!(
-                "there is no WasmPlugin {name} in namespace {namespace}: the host writes one for each plugin it serves \
-                 (is the plugin delivered, and is {namespace} the host's namespace? see --namespace)"
-            )
-            .into());
-        }
-        Err(kube::Error::Api(status)) if status.code == 404 => {
-            return Err(format!(
-                "the WasmPlugin CRD is not installed ({}); install deploy/wasmplugins-crd.yaml",
-                status.message
-            )
-            .into());
-        }
-        Err(error) => return Err(format!("reading WasmPlugin {name}: {}", crate::error_chain(&error)).into()),
-    };
-    let number = object.data["status"]["revision"]
-        .as_i64()
+async fn serving(args: &ClusterArgs, name: &str, engine: &PluginEngine) -> Result<Loaded, Box<dyn std::error::Error>> {
+    let cluster = Cluster::connect(args).await?;
+    let number = serving_revision(&cluster.plugin(name).await?)
         .ok_or_else(|| format!("plugin {name} serves no revision yet (its WasmPlugin shows none)"))?;
-    let store = RevisionStore::new(client.clone(), namespace, Fence::always_open());
-    let (package, revision) = store.load(name, number).await?;
-    let limits = package.settings.limits;
-    let engine = engine.clone();
-    let plugin_name = name.to_owned();
-    let wasm = package.wasm;
-    let plugin = tokio::task::spawn_blocking(move || engine.load(&plugin_name, &wasm, limits))
-        .await?
-        .map_err(|e| format!("revision {number} of {name} does not load: {}", crate::error_chain(&e)))?;
+    let (package, revision) = cluster.revisions.load(name, number).await?;
+    let plugin = load(engine, name, package.wasm, package.settings.limits)
+        .await
+        .map_err(|e| format!("revision {number} of {name} does not load: {e}"))?;
     Ok(Loaded {
         plugin,
         config: package.config.to_string().into(),
@@ -541,6 +505,16 @@ async fn serving(
             revision: Some(number),
         },
     })
+}
+
+/// Loads a component off the async runtime; the error is its cause chain.
+async fn load(engine: &PluginEngine, name: &str, wasm: Vec<u8>, limits: Limits) -> Result<Plugin, String> {
+    let engine = engine.clone();
+    let name = name.to_owned();
+    tokio::task::spawn_blocking(move || engine.load(&name, &wasm, limits))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| crate::error_chain(&e))
 }
 
 /// Waits until `cache` holds the whole kind, or says why it cannot.
@@ -675,10 +649,8 @@ async fn preview(
     let status_changes = if live_status == Some(&written) {
         Vec::new()
     } else {
-        let mut changes = field_changes(live_status, Some(&written));
-        for change in &mut changes {
-            change.path = format!("status.{}", change.path).replace("status.[", "status[");
-        }
+        let mut changes = Vec::new();
+        compare("status".to_owned(), live_status, Some(&written), &mut changes);
         changes
     };
     Ok((changes, status_changes))
@@ -719,7 +691,7 @@ fn kind_name(gvk: &Gvk) -> String {
     }
 }
 
-/// `object` without the metadata the API server maintains, and without an empty `metadata.annotations`.
+/// `object` without the metadata the API server maintains ([`SERVER_METADATA`]).
 fn without_server_metadata(mut object: Value) -> Value {
     if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
         for field in SERVER_METADATA {

@@ -61,14 +61,14 @@ pub struct UnpinArgs {
     pub cluster: ClusterArgs,
 }
 
-struct Cluster {
+pub(super) struct Cluster {
     plugins: Api<DynamicObject>,
-    revisions: RevisionStore,
+    pub(super) revisions: RevisionStore,
     namespace: String,
 }
 
 impl Cluster {
-    async fn connect(args: &ClusterArgs) -> Result<Self, Box<dyn std::error::Error>> {
+    pub(super) async fn connect(args: &ClusterArgs) -> Result<Self, Box<dyn std::error::Error>> {
         let config = super::run::config(args.kubeconfig.as_deref()).await?;
         let client = crate::client::host_client(config)?;
         Ok(Self {
@@ -79,7 +79,7 @@ impl Cluster {
     }
 
     /// The plugin's WasmPlugin, which the host writes once it knows the plugin.
-    async fn plugin(&self, name: &str) -> Result<DynamicObject, Box<dyn std::error::Error>> {
+    pub(super) async fn plugin(&self, name: &str) -> Result<DynamicObject, Box<dyn std::error::Error>> {
         match self.plugins.get_opt(name).await {
             Ok(Some(object)) => Ok(object),
             Ok(None) => Err(format!(
@@ -139,7 +139,7 @@ impl Cluster {
     }
 }
 
-fn serving_revision(object: &DynamicObject) -> Option<i64> {
+pub(super) fn serving_revision(object: &DynamicObject) -> Option<i64> {
     object.data["status"]["revision"].as_i64()
 }
 
