@@ -82,10 +82,17 @@ pub trait Apply: Send + Sync {
     fn writer_id(&self) -> u64;
 }
 
-/// Whether the primary of a reconcile is known to exist: it is what the API server answered this reconcile's own write
-/// with (the finalizer just added), not only what the cache holds.
-#[derive(Debug, Clone, Copy)]
-struct Confirmed(bool);
+/// What the applier knew before the plugin was called.
+#[derive(Debug)]
+struct Before {
+    /// The primary is known to exist: it is what the API server answered this reconcile's own write with (the
+    /// finalizer just added), not only what the cache holds.
+    confirmed: bool,
+    /// Sharded mode: the children the caches held when the plugin was called, all of them in its view. A child
+    /// handed over with its primary can reach this replica's cache after the view was assembled and before it is
+    /// applied: found then, it was not in the view.
+    viewed: Option<HashSet<(Gvk, ObjectKey)>>,
+}
 
 /// What one reconcile wrote.
 #[derive(Debug, Default, Clone, Copy)]
@@ -227,30 +234,47 @@ impl Applier {
             // echo does not reconcile the object again.
             FinalizerState::Add => match self.add_finalizer(ticket, &cached).await {
                 Ok(updated) => {
+                    let before = self.before(&updated, true);
                     let result = call(updated.clone(), false, ticket.clone()).await;
-                    let confirmed = Confirmed(true);
-                    self.apply_result(ticket, &updated.dynamic(), result, false, confirmed)
+                    self.apply_result(ticket, &updated.dynamic(), result, false, before)
                         .await
                 }
                 Err(error) => self.write_failed(error),
             },
             // Not being deleted, finalizer in place (or none declared): the plugin runs, its outcome is applied.
             FinalizerState::Apply => {
+                let before = self.before(&cached, false);
                 let result = call(cached.clone(), false, ticket.clone()).await;
-                self.apply_result(ticket, &cached.dynamic(), result, false, Confirmed(false))
+                self.apply_result(ticket, &cached.dynamic(), result, false, before)
                     .await
             }
             // Being deleted and our finalizer still on: the plugin cleans up, its outcome is applied (a drain
             // deletes children in rounds), and once it answers `finalized` the finalizer is removed.
             FinalizerState::Cleanup => {
+                let before = self.before(&cached, false);
                 let result = call(cached.clone(), true, ticket.clone()).await;
-                self.apply_result(ticket, &cached.dynamic(), result, true, Confirmed(false))
-                    .await
+                self.apply_result(ticket, &cached.dynamic(), result, true, before).await
             }
             // Being deleted without our finalizer: nothing of ours holds the object; garbage collection takes the
             // children.
             FinalizerState::Released => Completion::DONE,
         }
+    }
+
+    /// What is known of `primary` before its plugin is called (see [`Before`]).
+    fn before(&self, primary: &CachedObject, confirmed: bool) -> Before {
+        let viewed = self.shard_label.is_some().then(|| {
+            self.owned
+                .iter()
+                .flat_map(|(gvk, cache)| {
+                    cache
+                        .controlled_by(&primary.meta.uid)
+                        .into_iter()
+                        .map(move |child| (gvk.clone(), child.key.clone()))
+                })
+                .collect()
+        });
+        Before { confirmed, viewed }
     }
 
     /// Adds the plugin's finalizer (state `Add`, so the spec declares one) and returns the updated primary, folded
@@ -278,10 +302,10 @@ impl Applier {
         primary: &DynamicObject,
         result: Result<Outcome, CallError>,
         deleting: bool,
-        confirmed: Confirmed,
+        before: Before,
     ) -> Completion {
         match result {
-            Ok(outcome) => self.apply_outcome(ticket, primary, outcome, deleting, confirmed).await,
+            Ok(outcome) => self.apply_outcome(ticket, primary, outcome, deleting, before).await,
             Err(CallError::Incomplete(kind)) => {
                 tracing::debug!(%kind, "outcome discarded: a read kind is still loading");
                 Completion::Deferred {
@@ -307,7 +331,7 @@ impl Applier {
         primary: &DynamicObject,
         outcome: Outcome,
         deleting: bool,
-        confirmed: Confirmed,
+        before: Before,
     ) -> Completion {
         let Some(primary_ref) = PrimaryRef::of(primary, self.primary.resource()) else {
             tracing::warn!("primary lacks a name or uid; skipping");
@@ -328,7 +352,7 @@ impl Applier {
                     child.object["metadata"]["labels"][key.as_str()] = serde_json::json!(shard);
                 }
             }
-            match self.write_children(ticket, primary, &prepared, confirmed).await {
+            match self.write_children(ticket, primary, &prepared, &before).await {
                 Ok(children) => written = children,
                 Err(error) => return self.children_failed(ticket, primary, error).await,
             }
@@ -413,20 +437,20 @@ impl Applier {
     /// Applies the desired children that changed, then deletes owned children no longer desired. Writes of one
     /// reconcile run concurrently (at most [`CHILD_WRITES_IN_FLIGHT`]); every started write finishes and is folded
     /// into the cache, and the first failure is returned. Before a child the cache lacks is created, the primary
-    /// is confirmed to exist (see [`Applier::confirm_primary`]) unless `confirmed` already says so.
+    /// is confirmed to exist (see [`Applier::confirm_primary`]) unless `before` already says so.
     async fn write_children(
         &self,
         ticket: &Ticket,
         primary: &DynamicObject,
         prepared: &[PreparedChild],
-        confirmed: Confirmed,
+        before: &Before,
     ) -> Result<Written, WriteError> {
         let primary_key = key_of(primary);
         let creates = prepared.iter().any(|child| {
             let child_key = ObjectKey::new(child.object["metadata"]["namespace"].as_str(), &child.name);
             self.owned[&child.gvk].get(&child_key).is_none()
         });
-        if creates && !confirmed.0 {
+        if creates && !before.confirmed {
             traced(step_span!("primary.confirm"), self.confirm_primary(primary)).await?;
         }
         let desired: HashSet<(&Gvk, &str)> = prepared.iter().map(|c| (&c.gvk, c.name.as_str())).collect();
@@ -449,7 +473,12 @@ impl Applier {
                     namespace = child_key.namespace.as_deref(),
                     name = %child_key.name,
                 );
-                let target = (child_key, hash, reconciled_before);
+                // Outside the view: a child that exists now but was not in the caches when the plugin was called.
+                let unviewed = before
+                    .viewed
+                    .as_ref()
+                    .is_some_and(|viewed| !viewed.contains(&(child.gvk.clone(), child_key.clone())));
+                let target = (child_key, hash, reconciled_before, unviewed);
                 applies.push(traced(span, self.apply_child(ticket, &primary_key, child, target)).boxed());
             }
         }
@@ -539,24 +568,30 @@ impl Applier {
                 .is_some_and(|observed| is_subset(&child.object, &observed.value()))
     }
 
-    /// Applies `child` (of key `child_key`, hashing to `hash`; `reconciled_before` when its primary was). True when
-    /// the child existed without being in the cache (so not in the view either).
+    /// Applies `child` (of key `child_key`, hashing to `hash`; `reconciled_before` when its primary was, `unviewed`
+    /// when the caches lacked it as the plugin was called). True when the child existed without being in the view.
     async fn apply_child(
         &self,
         ticket: &Ticket,
         primary_key: &ObjectKey,
         child: &PreparedChild,
-        (child_key, hash, reconciled_before): (ObjectKey, u64, bool),
+        (child_key, hash, reconciled_before, unviewed): (ObjectKey, u64, bool, bool),
     ) -> Result<bool, WriteError> {
         let cache = &self.owned[&child.gvk];
         let api = api_for(&self.client, cache, child_key.namespace.as_deref());
+        let handed_over = cache.selector().is_some() && reconciled_before;
         let mut unseen = false;
         let observed = match cache.get(&child_key) {
-            Some(observed) => Some(observed),
+            // The sharder labels a primary's children before the primary, but their watch events come on streams of
+            // their own: a child can reach this replica's cache after the view was assembled, and be found here.
+            Some(observed) => {
+                unseen = handed_over && unviewed;
+                Some(observed)
+            }
             // A cache of this replica's share lacks the children of a primary handed over by another replica until
             // they are applied with this replica's label: read it, so the apply presumes the object it finds
             // rather than nothing. (A primary never reconciled has no children to find.)
-            None if cache.selector().is_some() && reconciled_before => {
+            None if handed_over => {
                 let found = read_child(&api, &child.name, &child.gvk).await?;
                 unseen = found.is_some();
                 found
