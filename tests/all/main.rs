@@ -26,6 +26,7 @@ mod plugin_diff;
 mod plugin_state;
 mod polyglot;
 mod powerdns;
+mod preview_gate;
 mod rbac_grants;
 mod real_only;
 mod reconcile_audit;

@@ -12,10 +12,11 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::Mutex;
 
+use super::preview::Preview;
 use super::{Controller, ControllerOptions, Impersonation, Logic, StartError, Version};
 use crate::delivery::revisions::RevisionStore;
 use crate::delivery::signature::SignaturePolicy;
-use crate::delivery::{InstallError, Installed, Installer, PluginPackage, PluginSettings};
+use crate::delivery::{InstallError, Installed, Installer, PluginPackage, PluginSettings, PreviewSettings};
 use crate::lease::Fence;
 use crate::plugin::{ControllerSpec, Grants, OutboundCounters, PluginEngine, SecretVariables};
 use crate::runtime::Caches;
@@ -303,10 +304,10 @@ impl Manager {
     /// Installs `package` as the source's newest version and records it as a revision.
     async fn install_and_record(&self, name: &str, package: PluginPackage) -> Result<Installed, InstallError> {
         let Some(store) = &self.revisions else {
-            return self.install_version(name, package).await;
+            return self.install_version(name, package, Gate::Preview).await;
         };
         let kept = package.clone();
-        let installed = self.install_version(name, package).await?;
+        let installed = self.install_version(name, package, Gate::Preview).await?;
         let recorded = self
             .records
             .lock()
@@ -378,8 +379,9 @@ impl Manager {
                 .check_detached(&package.wasm, package.detached_signature.as_deref())
                 .map_err(|e| pinned_error(Box::new(e)))?;
         }
+        // A revision from the history was accepted before, and a pin is the operator's own choice: no gate.
         let installed = self
-            .install_version(name, package)
+            .install_version(name, package, Gate::None)
             .await
             .map_err(|e| pinned_error(Box::new(e)))?;
         tracing::info!(plugin = name, revision = number, sha256 = %revision.sha256, "serving a revision from the cluster's history");
@@ -471,7 +473,8 @@ impl Manager {
         }
     }
 
-    async fn install_version(&self, name: &str, package: PluginPackage) -> Result<Installed, InstallError> {
+    /// Loads `package` and makes it plugin `name`'s serving version, after its preview (`gate`) passed.
+    async fn install_version(&self, name: &str, package: PluginPackage, gate: Gate) -> Result<Installed, InstallError> {
         use sha2::Digest;
         let sha256 = hex::encode(sha2::Sha256::digest(&package.wasm));
         {
@@ -514,13 +517,25 @@ impl Manager {
                 return Err(error);
             }
         };
-        if let Some(metrics) = &self.metrics {
-            metrics.record_plugin_load(name, true);
-            metrics.set_plugin_info(name, plugin.sha256(), plugin.wit_version());
-        }
         let spec = plugin.spec().clone();
         let contract = plugin.wit_version().to_owned();
+        let (digest, wit_version) = (plugin.sha256().to_owned(), contract.clone());
         let version = Version::new(Logic::Wasm(plugin), &package.config);
+        if gate == Gate::Preview
+            && let Some(preview) = self.preview(name, &spec, &version, &package.settings.preview).await
+            && !preview.passes(package.settings.preview.max_new_failures)
+        {
+            if let Some(metrics) = &self.metrics {
+                metrics.record_plugin_load(name, false);
+            }
+            let reason = preview.held_because(package.settings.preview.max_new_failures);
+            tracing::warn!(plugin = name, sha256 = %sha256, new_failures = preview.new_failures.len(), previewed = preview.previewed, "new version held by the preview gate");
+            return Err(InstallError::Held(reason));
+        }
+        if let Some(metrics) = &self.metrics {
+            metrics.record_plugin_load(name, true);
+            metrics.set_plugin_info(name, &digest, &wit_version);
+        }
 
         let mut slots = self.slots.lock().await;
         let same_shape = slots.get(name).is_some_and(|slot| {
@@ -561,6 +576,43 @@ impl Manager {
         slot.contract = contract;
         slots.insert(name.to_owned(), slot);
         Ok(result)
+    }
+
+    /// The preview of `candidate` (with `spec`) against plugin `name`'s serving version, on the primaries its running
+    /// controller reconciles; `None` when there is nothing to compare with: no version serves yet, its controller is
+    /// not running (its kinds not served, its caches not synced), the candidate reconciles another kind, or the
+    /// settings turn the gate off.
+    async fn preview(
+        &self,
+        name: &str,
+        spec: &crate::plugin::ControllerSpec,
+        candidate: &Version,
+        settings: &PreviewSettings,
+    ) -> Option<Preview> {
+        if settings.objects == 0 {
+            return None;
+        }
+        let running = {
+            let slots = self.slots.lock().await;
+            let slot = slots.get(name)?;
+            if slot.spec.primary != spec.primary {
+                return None;
+            }
+            slot.running.clone()
+        };
+        let previewing = running.lock().await.as_ref()?.preview(candidate, settings.objects);
+        let started = std::time::Instant::now();
+        let preview = previewing.await;
+        tracing::info!(
+            plugin = name,
+            primaries = preview.primaries,
+            previewed = preview.previewed,
+            new_failures = preview.new_failures.len(),
+            both_fail = preview.both_fail,
+            seconds = started.elapsed().as_secs_f64(),
+            "previewed the new version against the serving one"
+        );
+        Some(preview)
     }
 
     /// What `settings` grant plugin `name` (used by contract 0.2 plugins only): outbound HTTP, variables read from
@@ -656,6 +708,15 @@ impl Manager {
             starter,
         }
     }
+}
+
+/// Whether a version must pass the preview gate before it serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gate {
+    /// A source's new version: previewed against the serving one.
+    Preview,
+    /// A revision from the cluster's history, served by a pin or an unpin: accepted before.
+    None,
 }
 
 impl PluginStates for Manager {

@@ -6,6 +6,7 @@
 mod identity;
 pub mod manager;
 pub mod pins;
+pub mod preview;
 
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};

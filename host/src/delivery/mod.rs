@@ -20,7 +20,7 @@ use std::future::Future;
 pub use package::{PackageError, PluginPackage};
 pub use reference::{OciReference, PluginReference};
 pub use registry::{RegistryClient, RegistryOptions};
-pub use settings::{PluginSettings, ServiceAccountRef, SettingsError};
+pub use settings::{PluginSettings, PreviewSettings, ServiceAccountRef, SettingsError, Tolerance};
 pub use signature::{PluginSigner, SignaturePolicy, TrustedKey};
 
 use crate::plugin::LoadError;
@@ -58,6 +58,10 @@ pub enum InstallError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The preview gate held the version: it fails on primaries the serving version reconciles (see
+    /// [`PreviewSettings`]).
+    #[error("held by the preview gate: {0}")]
+    Held(String),
     /// The ServiceAccount its settings name cannot be acted as.
     #[error("acting as ServiceAccount {account}: {message}")]
     Identity {

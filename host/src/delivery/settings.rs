@@ -39,6 +39,81 @@ pub struct PluginSettings {
     /// How many of the plugin's revisions are kept in the cluster (`revisionHistoryLimit`), the serving one among
     /// them.
     pub revision_history_limit: usize,
+    /// The preview gate a new version passes before it serves (`preview`).
+    pub preview: PreviewSettings,
+}
+
+/// The preview gate (`preview` in the settings): before a new version of a serving plugin replaces it, both run on
+/// the world view of each primary the host caches (up to `objects` of them), and the new version is held, not
+/// served, when it fails on more primaries than `max_new_failures` allows where the serving version succeeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PreviewSettings {
+    /// How many primaries may fail with the new version and not with the serving one (`maxNewFailures`: a count or
+    /// a percentage of those previewed; `0` by default).
+    pub max_new_failures: Tolerance,
+    /// How many primaries are previewed at most (`objects`; 1,000 by default, `0` turns the gate off): a sample
+    /// spread evenly over the plugin's primaries when it has more.
+    pub objects: usize,
+}
+
+impl Default for PreviewSettings {
+    fn default() -> Self {
+        Self {
+            max_new_failures: Tolerance::Count(0),
+            objects: 1000,
+        }
+    }
+}
+
+/// How many of a set may fail: a count, or a percentage of the set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tolerance {
+    /// At most this many.
+    Count(usize),
+    /// At most this percentage (0–100), rounded down.
+    Percent(u8),
+}
+
+impl Tolerance {
+    /// Parses `3` or `10%`.
+    ///
+    /// ```
+    /// # use wasm_reconciler::delivery::Tolerance;
+    /// assert!(Tolerance::parse("10%").unwrap().allows(10, 100));
+    /// assert!(!Tolerance::parse("10%").unwrap().allows(11, 100));
+    /// assert!(Tolerance::parse("2").unwrap().allows(2, 1000));
+    /// assert!(Tolerance::parse("150%").is_err());
+    /// ```
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        match text.strip_suffix('%') {
+            Some(percent) => match percent.parse::<u8>() {
+                Ok(percent @ 0..=100) => Ok(Self::Percent(percent)),
+                _ => Err(format!("{text:?} is not a percentage from 0% to 100%")),
+            },
+            None => text
+                .parse::<usize>()
+                .map(Self::Count)
+                .map_err(|_| format!("{text:?} is neither a count nor a percentage (such as 10%)")),
+        }
+    }
+
+    /// Whether `failed` of `total` is within the tolerance.
+    pub fn allows(self, failed: usize, total: usize) -> bool {
+        match self {
+            Self::Count(count) => failed <= count,
+            Self::Percent(percent) => failed.saturating_mul(100) <= usize::from(percent).saturating_mul(total),
+        }
+    }
+}
+
+impl std::fmt::Display for Tolerance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Count(count) => write!(f, "{count}"),
+            Self::Percent(percent) => write!(f, "{percent}%"),
+        }
+    }
 }
 
 /// A ServiceAccount, `namespace/name`.
@@ -113,6 +188,7 @@ impl Default for PluginSettings {
             refresh_interval: DEFAULT_REFRESH_INTERVAL,
             service_account: None,
             revision_history_limit: DEFAULT_REVISION_HISTORY_LIMIT,
+            preview: PreviewSettings::default(),
         }
     }
 }
@@ -157,6 +233,15 @@ struct RawSettings {
     refresh_interval: Option<String>,
     service_account: Option<String>,
     revision_history_limit: Option<u32>,
+    preview: Option<RawPreview>,
+}
+
+/// The YAML shape of `preview`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawPreview {
+    max_new_failures: Option<serde_json::Value>,
+    objects: Option<u32>,
 }
 
 impl PluginSettings {
@@ -288,6 +373,7 @@ impl PluginSettings {
                 });
             }
         };
+        let preview = parse_preview(raw.preview.as_ref())?;
         let (outbound, variables) = parse_grants(&raw, &mut limits)?;
         Ok(Self {
             limits,
@@ -301,8 +387,32 @@ impl PluginSettings {
             refresh_interval,
             service_account,
             revision_history_limit,
+            preview,
         })
     }
+}
+
+/// The preview gate's settings; the defaults where `preview` says nothing.
+fn parse_preview(raw: Option<&RawPreview>) -> Result<PreviewSettings, SettingsError> {
+    let mut preview = PreviewSettings::default();
+    let Some(raw) = raw else {
+        return Ok(preview);
+    };
+    if let Some(value) = &raw.max_new_failures {
+        let text = match value {
+            serde_json::Value::String(text) => text.clone(),
+            serde_json::Value::Number(number) => number.to_string(),
+            other => other.to_string(),
+        };
+        preview.max_new_failures = Tolerance::parse(&text).map_err(|message| SettingsError::Invalid {
+            key: "preview.maxNewFailures",
+            message,
+        })?;
+    }
+    if let Some(objects) = raw.objects {
+        preview.objects = objects as usize;
+    }
+    Ok(preview)
 }
 
 /// What the settings grant a contract 0.2 plugin: outbound HTTP (with its limits, set into `limits`) and
@@ -471,6 +581,13 @@ mod tests {
             PluginSettings::default().revision_history_limit,
             DEFAULT_REVISION_HISTORY_LIMIT
         );
+        let preview = PluginSettings::parse("preview:\n  maxNewFailures: 10%\n  objects: 50\n").unwrap();
+        assert_eq!(preview.preview.max_new_failures, Tolerance::Percent(10));
+        assert_eq!(preview.preview.objects, 50);
+        let counted = PluginSettings::parse("preview: {maxNewFailures: 3}\n").unwrap();
+        assert_eq!(counted.preview.max_new_failures, Tolerance::Count(3));
+        assert_eq!(counted.preview.objects, 1000, "the default sample");
+        assert_eq!(PluginSettings::default().preview.max_new_failures, Tolerance::Count(0));
     }
 
     #[test]
@@ -490,6 +607,9 @@ mod tests {
         assert!(message("serviceAccount: echo").contains("setting `serviceAccount`: \"echo\" is not namespace/name"));
         assert!(message("serviceAccount: Team/echo").contains("\"Team\" is not a namespace name"));
         assert!(message("serviceAccount: team/").contains("\"\" is not a ServiceAccount name"));
+        assert!(message("preview: {maxNewFailures: 150%}").contains("setting `preview.maxNewFailures`: \"150%\""));
+        assert!(message("preview: {maxNewFailures: some}").contains("is neither a count nor a percentage"));
+        assert!(message("preview: {maxFailures: 1}").contains("unknown field `maxFailures`"));
     }
 
     #[test]
