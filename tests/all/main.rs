@@ -2,6 +2,7 @@
 //! the `kube` client and `kubectl` as a user would.
 
 mod audit_log;
+mod canary;
 mod configmap_delivery;
 mod configmapset;
 mod configmapset_lifecycle;

@@ -16,7 +16,9 @@ use super::preview::Preview;
 use super::{Controller, ControllerOptions, Impersonation, Logic, StartError, Version};
 use crate::delivery::revisions::RevisionStore;
 use crate::delivery::signature::SignaturePolicy;
-use crate::delivery::{InstallError, Installed, Installer, PluginPackage, PluginSettings, PreviewSettings};
+use crate::delivery::{
+    InstallError, Installed, Installer, PluginPackage, PluginSettings, PreviewSettings, RolloutSettings,
+};
 use crate::lease::Fence;
 use crate::plugin::{ControllerSpec, Grants, OutboundCounters, PluginEngine, SecretVariables};
 use crate::runtime::Caches;
@@ -24,7 +26,7 @@ use crate::runtime::cache::CacheError;
 use crate::shard::ShardLabels;
 use crate::shard::sharder::ShardedKinds;
 use crate::telemetry::Metrics;
-pub use crate::telemetry::plugin_status::{PluginState, PluginStates, Refusal, ServingVersion};
+pub use crate::telemetry::plugin_status::{CanaryVersion, PluginState, PluginStates, Refusal, ServingVersion};
 
 struct Slot {
     sha256: String,
@@ -37,6 +39,20 @@ struct Slot {
     spec: ControllerSpec,
     running: Arc<Mutex<Option<Controller>>>,
     starter: tokio::task::JoinHandle<()>,
+    /// A new version rolling out to a share of the primaries, and the task that moves it through its steps.
+    canary: Option<SlotCanary>,
+}
+
+/// The version a slot's rollout brings.
+struct SlotCanary {
+    sha256: String,
+    contract: String,
+    config: Value,
+    settings: PluginSettings,
+    /// The step it is at, from 1.
+    step: usize,
+    share: u8,
+    task: tokio::task::JoinHandle<()>,
 }
 
 /// Runs one controller per plugin. Cheap to clone.
@@ -81,6 +97,8 @@ struct Record {
     pinned: Option<i64>,
     /// The source's version that came while pinned, kept to serve once unpinned.
     held: Option<PluginPackage>,
+    /// The revision rolling out as a canary.
+    canary: Option<i64>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -221,12 +239,23 @@ impl Manager {
                     revision: record.revision,
                     latest_revision: record.latest,
                     pinned: record.pinned,
+                    canary: None,
                 };
                 (name.clone(), state)
             })
             .collect();
+        let canaries: BTreeMap<String, Option<i64>> = self
+            .records
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(name, record)| (name.clone(), record.canary))
+            .collect();
         for (name, slot) in self.slots.lock().await.iter() {
-            let objects = slot.running.lock().await.as_ref().map(Controller::objects);
+            let (objects, report) = match slot.running.lock().await.as_ref() {
+                Some(controller) => (Some(controller.objects()), controller.canary_report()),
+                None => (None, None),
+            };
             let state = states.entry(name.clone()).or_insert_with(|| PluginState {
                 name: name.clone(),
                 source: None,
@@ -235,7 +264,21 @@ impl Manager {
                 revision: None,
                 latest_revision: None,
                 pinned: None,
+                canary: None,
             });
+            if let (Some(canary), Some(report)) = (&slot.canary, report) {
+                state.canary = Some(CanaryVersion {
+                    sha256: canary.sha256.clone(),
+                    revision: canaries.get(name).copied().flatten(),
+                    share: canary.share,
+                    step: (
+                        canary.step,
+                        canary.settings.rollout.as_ref().map_or(0, |r| r.steps.len()),
+                    ),
+                    objects: report.objects,
+                    failures: report.failures,
+                });
+            }
             state.serving = Some(ServingVersion {
                 sha256: slot.sha256.clone(),
                 contract: slot.contract.clone(),
@@ -332,11 +375,25 @@ impl Manager {
                     .and_then(|r| r.source.clone())
             })
             .unwrap_or_default();
+        // A canary's digest is not the serving slot's.
+        let sha256 = if installed == Installed::Canary {
+            use sha2::Digest;
+            hex::encode(sha2::Sha256::digest(&kept.wasm))
+        } else {
+            sha256
+        };
         match store.record(name, &kept, &sha256, &source).await {
+            // A canary becomes the serving revision once promoted.
+            Ok(number) if installed == Installed::Canary => self.record(name, |record| {
+                record.canary = Some(number);
+                record.latest = Some(number);
+                record.held = None;
+            }),
             Ok(number) => self.record(name, |record| {
                 record.revision = Some(number);
                 record.latest = Some(number);
                 record.held = None;
+                record.canary = None;
             }),
             Err(error) => {
                 // The version serves; only its history is missing (a later accept records it).
@@ -483,6 +540,15 @@ impl Manager {
                 && slot.sha256 == sha256
                 && slot.config == package.config
                 && slot.settings == package.settings
+                && slot.canary.is_none()
+            {
+                return Ok(Installed::Unchanged);
+            }
+            // The version rolling out, delivered again.
+            if let Some(canary) = slots.get(name).and_then(|slot| slot.canary.as_ref())
+                && canary.sha256 == sha256
+                && canary.config == package.config
+                && canary.settings == package.settings
             {
                 return Ok(Installed::Unchanged);
             }
@@ -550,6 +616,29 @@ impl Manager {
             let slot = slots.get_mut(name).expect("checked above");
             let running = slot.running.lock().await;
             if let Some(controller) = running.as_ref() {
+                // A rollout in progress ends here: what comes now serves instead (its own canary, or everywhere).
+                if let Some(canary) = slot.canary.take() {
+                    canary.task.abort();
+                    self.record(name, |record| record.canary = None);
+                }
+                if gate == Gate::Preview
+                    && let Some(rollout) = package.settings.rollout.clone()
+                {
+                    let first = rollout.steps[0];
+                    controller.start_canary(version, first.share);
+                    drop(running);
+                    tracing::info!(plugin = name, sha256 = %sha256, share = first.share, steps = rollout.steps.len(), "new version rolling out: step 1");
+                    slot.canary = Some(SlotCanary {
+                        sha256,
+                        contract,
+                        config: package.config,
+                        settings: package.settings,
+                        step: 1,
+                        share: first.share,
+                        task: tokio::spawn(self.clone().roll_out(name.to_owned(), rollout)),
+                    });
+                    return Ok(Installed::Canary);
+                }
                 controller.swap(version);
                 drop(running);
                 if slot.sha256 != sha256 {
@@ -564,6 +653,9 @@ impl Manager {
             }
         }
         let previous = slots.remove(name);
+        if previous.as_ref().is_some_and(|previous| previous.canary.is_some()) {
+            self.record(name, |record| record.canary = None);
+        }
         let result = if previous.is_some() {
             Installed::Restarted
         } else {
@@ -613,6 +705,123 @@ impl Manager {
             "previewed the new version against the serving one"
         );
         Some(preview)
+    }
+
+    /// Moves plugin `name`'s canary through the steps of `rollout`: each step's share is held for its pause, while
+    /// the canary's failed reconciles are checked twice a second; more than `max_failures` roll it back, and after the
+    /// last step it serves every primary. Aborted when another version comes (see [`Manager::install_version`]).
+    async fn roll_out(self, name: String, rollout: RolloutSettings) {
+        let steps = rollout.steps.len();
+        for (index, step) in rollout.steps.iter().enumerate() {
+            if index > 0 {
+                let grown = self
+                    .with_canary(&name, |slot, controller| {
+                        controller.grow_canary(step.share);
+                        if let Some(canary) = &mut slot.canary {
+                            canary.step = index + 1;
+                            canary.share = step.share;
+                        }
+                    })
+                    .await;
+                if grown.is_none() {
+                    return;
+                }
+                tracing::info!(plugin = %name, step = index + 1, steps, share = step.share, "rollout: next step");
+                self.changed.notify_waiters();
+            }
+            let until = tokio::time::Instant::now() + step.pause;
+            loop {
+                let Some(Some(report)) = self
+                    .with_canary(&name, |_, controller| controller.canary_report())
+                    .await
+                else {
+                    return;
+                };
+                if report.failures > rollout.max_failures {
+                    self.roll_back(&name, &rollout, step.share, &report).await;
+                    return;
+                }
+                let now = tokio::time::Instant::now();
+                if now >= until {
+                    break;
+                }
+                tokio::time::sleep((until - now).min(Duration::from_millis(500))).await;
+            }
+        }
+        let changing = self.changing(&name);
+        let _changing = changing.lock().await;
+        let mut slots = self.slots.lock().await;
+        let Some(slot) = slots.get_mut(&name) else { return };
+        let Some(canary) = slot.canary.take() else { return };
+        if let Some(controller) = slot.running.lock().await.as_ref() {
+            controller.promote_canary();
+        }
+        if let Some(metrics) = &self.metrics {
+            metrics.set_plugin_info(&name, &canary.sha256, &canary.contract);
+        }
+        slot.since = crate::apply::now();
+        slot.sha256 = canary.sha256;
+        slot.contract = canary.contract;
+        slot.config = canary.config;
+        slot.settings = canary.settings;
+        drop(slots);
+        tracing::info!(plugin = %name, steps, "rollout done: the new version serves every object");
+        self.record(&name, |record| {
+            if let Some(number) = record.canary.take() {
+                record.revision = Some(number);
+            }
+        });
+    }
+
+    /// Runs `act` on plugin `name`'s slot and running controller while a canary rolls out there, under the lock
+    /// that orders its changes; `None` when none does any more.
+    async fn with_canary<T>(&self, name: &str, act: impl FnOnce(&mut Slot, &Controller) -> T) -> Option<T> {
+        let changing = self.changing(name);
+        let _changing = changing.lock().await;
+        let mut slots = self.slots.lock().await;
+        let slot = slots.get_mut(name)?;
+        slot.canary.as_ref()?;
+        let running = slot.running.clone();
+        let running = running.lock().await;
+        Some(act(slot, running.as_ref()?))
+    }
+
+    /// Rolls plugin `name`'s canary back after `report` broke the limit of `rollout`: the serving version
+    /// reconciles the canary's primaries again; the WasmPlugin's last refusal names the limit and the primaries.
+    async fn roll_back(
+        &self,
+        name: &str,
+        rollout: &RolloutSettings,
+        share: u8,
+        report: &crate::controller::rollout::CanaryReport,
+    ) {
+        let rolled_back = self
+            .with_canary(name, |slot, controller| {
+                controller.abort_canary();
+                slot.canary.take().map(|canary| canary.sha256)
+            })
+            .await
+            .flatten();
+        let Some(sha256) = rolled_back else { return };
+        let failed: Vec<String> = report
+            .failed
+            .iter()
+            .map(|(key, reason)| format!("{key} ({reason})"))
+            .collect();
+        let message = format!(
+            "rolled back: the new version sha256:{} failed {} reconciles at {share}% of the objects (rollout.maxFailures \
+             is {}): {}; the serving version reconciles its objects again",
+            &sha256[..12.min(sha256.len())],
+            report.failures,
+            rollout.max_failures,
+            failed.join(", ")
+        );
+        tracing::warn!(plugin = name, sha256 = %sha256, failures = report.failures, share, "rollout rolled back");
+        if let Some(metrics) = &self.metrics {
+            metrics.record_plugin_load(name, false);
+        }
+        self.record(name, |record| record.canary = None);
+        self.record_refusal(name, &message);
     }
 
     /// What `settings` grant plugin `name` (used by contract 0.2 plugins only): outbound HTTP, variables read from
@@ -706,6 +915,7 @@ impl Manager {
             spec,
             running,
             starter,
+            canary: None,
         }
     }
 }
@@ -776,6 +986,9 @@ impl Installer for Manager {
 }
 
 async fn stop_slot(slot: Slot) {
+    if let Some(canary) = &slot.canary {
+        canary.task.abort();
+    }
     slot.starter.abort();
     let _ = slot.starter.await;
     if let Some(controller) = slot.running.lock().await.take() {

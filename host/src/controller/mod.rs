@@ -7,6 +7,7 @@ mod identity;
 pub mod manager;
 pub mod pins;
 pub mod preview;
+pub mod rollout;
 
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
@@ -183,6 +184,8 @@ pub enum StartError {
 struct Shared {
     name: String,
     version: RwLock<Arc<Version>>,
+    /// A rollout's new version and the share of the primaries it serves (see [`rollout`]).
+    canary: RwLock<Option<Arc<rollout::Canary>>>,
     spec: ControllerSpec,
     options: ControllerOptions,
     primary: Arc<KindCache>,
@@ -364,6 +367,7 @@ impl Controller {
         let shared = Arc::new(Shared {
             name: name.to_owned(),
             version: RwLock::new(Arc::new(version)),
+            canary: RwLock::default(),
             primary: caches[&spec.primary].clone(),
             owned: spec.owns.iter().map(|gvk| caches[gvk].clone()).collect(),
             caches,
@@ -436,6 +440,12 @@ impl Controller {
     /// waiting for a failed primary's backoff.
     pub fn swap(&self, version: Version) {
         *self.shared.version.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(version);
+        // A canary still running is over: the new version serves every primary.
+        self.shared
+            .canary
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
         self.shared.enqueue_all(Source::Reload);
     }
 
@@ -652,7 +662,12 @@ impl Shared {
                 Standing::Draining => return Some(self.acknowledge_drain(shard, &primary).await),
             }
         }
-        let version = self.version.read().unwrap_or_else(PoisonError::into_inner).clone();
+        // The canary's version for a primary in its share, else the serving one.
+        let canary = self.canary().filter(|canary| canary.serves(&primary));
+        let version = match &canary {
+            Some(canary) => canary.version.clone(),
+            None => self.version.read().unwrap_or_else(PoisonError::into_inner).clone(),
+        };
         let attempt = item.attempt;
         if self.unchanged(&primary, &version, attempt) {
             tracing::debug!(
@@ -666,6 +681,9 @@ impl Shared {
             self.call(primary, version, deleting, attempt, ticket, called).boxed()
         });
         let completion = self.applier.reconcile(primary, call).await;
+        if let (Some(canary), Completion::Failure { reason }) = (&canary, &completion) {
+            canary.failed(&item.key, reason);
+        }
         let clean = clean.lock().unwrap_or_else(PoisonError::into_inner).take();
         let mut records = self.clean.lock().unwrap_or_else(PoisonError::into_inner);
         match (&completion, clean) {

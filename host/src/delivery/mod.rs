@@ -20,7 +20,9 @@ use std::future::Future;
 pub use package::{PackageError, PluginPackage};
 pub use reference::{OciReference, PluginReference};
 pub use registry::{RegistryClient, RegistryOptions};
-pub use settings::{PluginSettings, PreviewSettings, ServiceAccountRef, SettingsError, Tolerance};
+pub use settings::{
+    PluginSettings, PreviewSettings, RolloutSettings, RolloutStep, ServiceAccountRef, SettingsError, Tolerance,
+};
 pub use signature::{PluginSigner, SignaturePolicy, TrustedKey};
 
 use crate::plugin::LoadError;
@@ -38,6 +40,8 @@ pub enum Installed {
     Restarted,
     /// The plugin is pinned to one of its revisions: this version is kept, and serves once the pin is removed.
     Held,
+    /// Its settings declare a rollout: it serves a share of the primaries, growing step by step.
+    Canary,
 }
 
 /// Why a version was refused; the previous one keeps serving.

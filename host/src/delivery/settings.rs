@@ -41,6 +41,28 @@ pub struct PluginSettings {
     pub revision_history_limit: usize,
     /// The preview gate a new version passes before it serves (`preview`).
     pub preview: PreviewSettings,
+    /// How a new version of this plugin rolls out (`rollout`): `None`, all at once.
+    pub rollout: Option<RolloutSettings>,
+}
+
+/// A progressive rollout (`rollout` in the settings of the version rolled out): the new version serves a growing
+/// share of the primaries, chosen by a stable hash of their uid, step after step, and is rolled back when its
+/// reconciles fail more than `max_failures` times.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RolloutSettings {
+    /// The steps before the version serves every primary: each a share (1–99%) held for a pause.
+    pub steps: Vec<RolloutStep>,
+    /// Failed reconciles of the new version tolerated during the rollout (`maxFailures`, 0 by default).
+    pub max_failures: usize,
+}
+
+/// One step of a rollout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RolloutStep {
+    /// Percentage of the primaries the new version serves (1–99).
+    pub share: u8,
+    /// How long the step is held before the next.
+    pub pause: Duration,
 }
 
 /// The preview gate (`preview` in the settings): before a new version of a serving plugin replaces it, both run on
@@ -189,6 +211,7 @@ impl Default for PluginSettings {
             service_account: None,
             revision_history_limit: DEFAULT_REVISION_HISTORY_LIMIT,
             preview: PreviewSettings::default(),
+            rollout: None,
         }
     }
 }
@@ -234,6 +257,23 @@ struct RawSettings {
     service_account: Option<String>,
     revision_history_limit: Option<u32>,
     preview: Option<RawPreview>,
+    rollout: Option<RawRollout>,
+}
+
+/// The YAML shape of `rollout`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawRollout {
+    steps: Vec<RawStep>,
+    max_failures: Option<u32>,
+}
+
+/// The YAML shape of one rollout step.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawStep {
+    share: String,
+    pause: String,
 }
 
 /// The YAML shape of `preview`.
@@ -374,6 +414,7 @@ impl PluginSettings {
             }
         };
         let preview = parse_preview(raw.preview.as_ref())?;
+        let rollout = raw.rollout.as_ref().map(parse_rollout).transpose()?;
         let (outbound, variables) = parse_grants(&raw, &mut limits)?;
         Ok(Self {
             limits,
@@ -388,8 +429,47 @@ impl PluginSettings {
             service_account,
             revision_history_limit,
             preview,
+            rollout,
         })
     }
+}
+
+/// A rollout's steps: shares that grow, each from 1% to 99%, with a pause from 1s to 1h.
+fn parse_rollout(raw: &RawRollout) -> Result<RolloutSettings, SettingsError> {
+    let invalid = |message: String| SettingsError::Invalid {
+        key: "rollout.steps",
+        message,
+    };
+    if raw.steps.is_empty() || raw.steps.len() > 10 {
+        return Err(invalid("must list 1 to 10 steps".into()));
+    }
+    let mut steps = Vec::new();
+    for step in &raw.steps {
+        let share = match step.share.trim().strip_suffix('%').map(str::parse::<u8>) {
+            Some(Ok(share @ 1..=99)) => share,
+            _ => {
+                return Err(invalid(format!(
+                    "share {:?} is not a percentage from 1% to 99%",
+                    step.share
+                )));
+            }
+        };
+        if steps
+            .last()
+            .is_some_and(|previous: &RolloutStep| previous.share >= share)
+        {
+            return Err(invalid(format!("share {share}% does not grow from the step before")));
+        }
+        let pause = parse_duration(&step.pause).map_err(|message| invalid(format!("pause: {message}")))?;
+        if pause < Duration::from_secs(1) || pause > Duration::from_secs(3600) {
+            return Err(invalid(format!("pause {:?} is outside 1s..1h", step.pause)));
+        }
+        steps.push(RolloutStep { share, pause });
+    }
+    Ok(RolloutSettings {
+        steps,
+        max_failures: raw.max_failures.unwrap_or(0) as usize,
+    })
 }
 
 /// The preview gate's settings; the defaults where `preview` says nothing.
@@ -588,6 +668,27 @@ mod tests {
         assert_eq!(counted.preview.max_new_failures, Tolerance::Count(3));
         assert_eq!(counted.preview.objects, 1000, "the default sample");
         assert_eq!(PluginSettings::default().preview.max_new_failures, Tolerance::Count(0));
+        let rollout = PluginSettings::parse(
+            "rollout:\n  steps:\n    - {share: 10%, pause: 30s}\n    - {share: 50%, pause: 1m}\n  maxFailures: 2\n",
+        )
+        .unwrap();
+        assert_eq!(
+            rollout.rollout,
+            Some(RolloutSettings {
+                steps: vec![
+                    RolloutStep {
+                        share: 10,
+                        pause: Duration::from_secs(30)
+                    },
+                    RolloutStep {
+                        share: 50,
+                        pause: Duration::from_secs(60)
+                    },
+                ],
+                max_failures: 2,
+            })
+        );
+        assert_eq!(PluginSettings::default().rollout, None);
     }
 
     #[test]
@@ -610,6 +711,13 @@ mod tests {
         assert!(message("preview: {maxNewFailures: 150%}").contains("setting `preview.maxNewFailures`: \"150%\""));
         assert!(message("preview: {maxNewFailures: some}").contains("is neither a count nor a percentage"));
         assert!(message("preview: {maxFailures: 1}").contains("unknown field `maxFailures`"));
+        assert!(message("rollout: {steps: []}").contains("setting `rollout.steps`: must list 1 to 10 steps"));
+        assert!(message("rollout: {steps: [{share: 100%, pause: 1s}]}").contains("not a percentage from 1% to 99%"));
+        assert!(
+            message("rollout: {steps: [{share: 50%, pause: 1s}, {share: 20%, pause: 1s}]}")
+                .contains("share 20% does not grow")
+        );
+        assert!(message("rollout: {steps: [{share: 5%, pause: 100ms}]}").contains("outside 1s..1h"));
     }
 
     #[test]

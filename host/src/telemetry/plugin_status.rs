@@ -62,6 +62,25 @@ pub struct PluginState {
     pub latest_revision: Option<i64>,
     /// The revision it is pinned to (its WasmPlugin's `spec.revision`).
     pub pinned: Option<i64>,
+    /// A new version rolling out to a share of the primaries, if any.
+    pub canary: Option<CanaryVersion>,
+}
+
+/// A new version rolling out (see [`crate::delivery::RolloutSettings`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CanaryVersion {
+    /// sha256 of its component, hex.
+    pub sha256: String,
+    /// Its revision, when the host keeps revisions.
+    pub revision: Option<i64>,
+    /// The share of the primaries it serves now, in percent.
+    pub share: u8,
+    /// The step of the rollout, from 1, and how many there are.
+    pub step: (usize, usize),
+    /// The primaries it serves now.
+    pub objects: usize,
+    /// Its failed reconciles so far.
+    pub failures: usize,
 }
 
 /// The serving version of a plugin.
@@ -347,7 +366,15 @@ impl<S: PluginStates> StatusWriter<S> {
                             (Some(pinned), _) => format!(", pinned to revision {pinned}, which cannot serve"),
                             _ => String::new(),
                         }
-                    ),
+                    ) + &state.canary.as_ref().map_or_else(String::new, |canary| {
+                        format!(
+                            "; rolling out sha256:{} to {}% of the objects (step {} of {})",
+                            short(&canary.sha256),
+                            canary.share,
+                            canary.step.0,
+                            canary.step.1
+                        )
+                    }),
                 ),
                 None => (
                     "False",
@@ -390,6 +417,20 @@ impl<S: PluginStates> StatusWriter<S> {
         }
         if let Some(refusal) = &state.last_refusal {
             status.insert("lastRefusal", json!({"time": refusal.time, "message": refusal.message}));
+        }
+        if let Some(canary) = &state.canary {
+            let mut entry = json!({
+                "digest": format!("sha256:{}", canary.sha256),
+                "share": canary.share,
+                "step": canary.step.0,
+                "steps": canary.step.1,
+                "objects": canary.objects,
+                "failures": canary.failures,
+            });
+            if let Some(revision) = canary.revision {
+                entry["revision"] = json!(revision);
+            }
+            status.insert("canary", entry);
         }
         let errors = self.recent_errors(&state.name, now);
         if let Some(serving) = &state.serving {
