@@ -231,3 +231,84 @@ async fn a_failing_canary_is_rolled_back_inside_its_share_and_a_good_one_rolls_o
     drop(host);
     Ok(())
 }
+
+/// A host killed in the middle of a rollout: the next one serves the revision the WasmPlugin names to the rest and
+/// rolls the new version out again from its first step, so no object outside the share ever gets the new version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollout_resumes_after_the_host_is_killed_without_leaving_its_share() -> anyhow::Result<()> {
+    let cluster = Cluster::start().await?;
+    let admin = cluster.client().await?;
+    create_namespace(&admin, HOST_NAMESPACE).await?;
+    install_crd(&admin, WASMPLUGIN_CRD).await?;
+    install_crd(&admin, ECHO_CRD).await?;
+    apply_config_map(&admin, &echo("1", "", "")?).await?;
+    let host = HostProcess::start(cluster.dir.path(), &cluster.kubeconfig, "h0", &[])?;
+    host.wait_ready(Duration::from_secs(60)).await;
+    let mut buckets = BTreeMap::new();
+    for index in 0..OBJECTS {
+        create_namespace(&admin, &namespace(index)).await?;
+        let echoes = namespaced(&admin, &namespace(index), &echo_resource());
+        let created = create_when_served(&echoes, test_object("Echo", &namespace(index), "one")).await?;
+        buckets.insert(
+            namespace(index),
+            bucket(created["metadata"]["uid"].as_str().unwrap_or_default()),
+        );
+    }
+    let fifty: BTreeSet<String> = buckets
+        .iter()
+        .filter(|(_, b)| **b < 50 * BUCKETS / 100)
+        .map(|(n, _)| n.clone())
+        .collect();
+    assert!(!fifty.is_empty() && fifty.len() < OBJECTS, "{buckets:?}");
+    wait_children(&admin, "every child at version 1", |v| v.values().all(|v| v == "1")).await;
+    wait_for(Duration::from_secs(60), "revision 1 in the WasmPlugin", || async {
+        (wasmplugin(&cluster)["status"]["revision"] == 1).then_some(())
+    })
+    .await;
+    let (seen, watching) = watch_children(&admin);
+
+    let split = |versions: &BTreeMap<String, String>| {
+        versions
+            .iter()
+            .all(|(namespace, version)| version == if fifty.contains(namespace) { "2" } else { "1" })
+    };
+    apply_config_map(&admin, &echo("2", "", "  steps: [{share: 50%, pause: 10m}]\n")?).await?;
+    wait_children(&admin, "v2 on its 50% only", split).await;
+    host.kill();
+
+    let host = HostProcess::start(cluster.dir.path(), &cluster.kubeconfig, "h1", &[])?;
+    host.wait_ready(Duration::from_secs(60)).await;
+    let resumed = wait_for(Duration::from_secs(60), "h1 to report the rollout resumed", || async {
+        let plugin = wasmplugin(&cluster);
+        let status = &plugin["status"];
+        (status["host"] == "h1" && status["canary"]["share"] == 50 && status["canary"]["objects"].as_u64().is_some())
+            .then_some(plugin)
+    })
+    .await;
+    assert_eq!(
+        resumed["status"]["revision"], 1,
+        "v1 serves the rest: {}",
+        resumed["status"]
+    );
+    host.wait_logged(
+        &["resuming a rollout: the revision serving before serves the rest"],
+        Duration::from_secs(10),
+    )
+    .await;
+    wait_children(&admin, "v2 still on its 50% only", split).await;
+    let outside: Vec<(String, String)> = seen
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .filter(|(namespace, version)| version == "2" && !fifty.contains(namespace))
+        .cloned()
+        .collect();
+    assert!(outside.is_empty(), "v2 reached objects outside its share: {outside:?}");
+
+    // Delivered without its rollout, the same version serves every object.
+    apply_config_map(&admin, &echo("2", "", "")?).await?;
+    wait_children(&admin, "every child at version 2", |v| v.values().all(|v| v == "2")).await;
+    watching.abort();
+    drop(host);
+    Ok(())
+}

@@ -78,6 +78,8 @@ pub struct Manager {
     /// The revision each plugin is pinned to (its WasmPlugin's `spec.revision`); `None` until first learnt.
     pins: Arc<std::sync::Mutex<Option<BTreeMap<String, i64>>>>,
     pins_known: Arc<tokio::sync::Notify>,
+    /// The revision each plugin's WasmPlugin said was serving when this host first listed them.
+    serving_before: Arc<std::sync::Mutex<BTreeMap<String, i64>>>,
     /// One change of a plugin's version at a time (a source's new version, a pin, an unpin).
     changing: Arc<std::sync::Mutex<HashMap<String, Arc<Mutex<()>>>>>,
     /// Notified whenever a plugin is loaded, refused or removed.
@@ -125,6 +127,7 @@ impl Manager {
             signatures: None,
             pins: Arc::default(),
             pins_known: Arc::default(),
+            serving_before: Arc::default(),
             changing: Arc::default(),
             changed: Arc::default(),
         }
@@ -334,7 +337,10 @@ impl Manager {
                 );
                 self.serve_revision(name, revision).await.map(|_| Installed::Held)
             }
-            None => self.install_and_record(name, package).await,
+            None => {
+                self.resume_from(name, &package).await;
+                self.install_and_record(name, package).await
+            }
         };
         match &result {
             Err(error) => self.record_refusal(name, &crate::error_chain(error)),
@@ -342,6 +348,54 @@ impl Manager {
             Ok(_) => self.changed.notify_waiters(),
         }
         result
+    }
+
+    /// The revision each plugin's WasmPlugin named as serving (`status.revision`) when the WasmPlugins were first
+    /// listed; set once, before the pins.
+    pub fn set_serving_before(&self, serving: BTreeMap<String, i64>) {
+        *self.serving_before.lock().unwrap_or_else(PoisonError::into_inner) = serving;
+    }
+
+    /// A version with a rollout that comes to a host serving nothing of its plugin yet — a restart, a new leader —
+    /// resumes the rollout the host before this one started: the revision the WasmPlugin names as serving serves
+    /// first, and once its controller runs, `package` rolls out from its first step. Without such a revision, or
+    /// when it cannot serve, `package` is installed as a first version is.
+    async fn resume_from(&self, name: &str, package: &PluginPackage) {
+        if package.settings.rollout.is_none() || self.revisions.is_none() || self.slots.lock().await.contains_key(name)
+        {
+            return;
+        }
+        let Some(before) = self
+            .serving_before
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(name)
+        else {
+            return;
+        };
+        if let Err(error) = self.serve_revision(name, before).await {
+            tracing::warn!(plugin = name, revision = before, error = %crate::error_chain(&error), "the revision serving before cannot serve; the new version serves without its rollout");
+            return;
+        }
+        let running = self.slots.lock().await.get(name).map(|slot| slot.running.clone());
+        let Some(running) = running else { return };
+        let deadline = tokio::time::Instant::now() + RESUME_WITHIN;
+        while running.lock().await.is_none() {
+            if tokio::time::Instant::now() >= deadline {
+                tracing::warn!(
+                    plugin = name,
+                    revision = before,
+                    "the revision serving before did not start in time; the new version serves without its rollout"
+                );
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        tracing::info!(
+            plugin = name,
+            revision = before,
+            "resuming a rollout: the revision serving before serves the rest"
+        );
     }
 
     /// Installs `package` as the source's newest version and records it as a revision.
@@ -919,6 +973,9 @@ impl Manager {
         }
     }
 }
+
+/// How long a resumed rollout waits for the revision serving before to run (its caches to sync).
+const RESUME_WITHIN: Duration = Duration::from_secs(120);
 
 /// Whether a version must pass the preview gate before it serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

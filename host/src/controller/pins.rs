@@ -29,6 +29,9 @@ pub async fn watch_pins(client: kube::Client, namespace: &str, manager: Manager,
     let mut events = std::pin::pin!(watcher::watcher(api, config));
     let mut pins: BTreeMap<String, i64> = BTreeMap::new();
     let mut listing: BTreeMap<String, i64> = BTreeMap::new();
+    // The revision each WasmPlugin said was serving when first listed: where a rollout the host before this one
+    // started resumes from.
+    let mut serving: Option<BTreeMap<String, i64>> = Some(BTreeMap::new());
     let mut known = false;
     let mut said = false;
     loop {
@@ -43,8 +46,18 @@ pub async fn watch_pins(client: kube::Client, namespace: &str, manager: Manager,
                 if let (Some(name), Some(revision)) = (object.metadata.name.clone(), pinned_revision(&object)) {
                     listing.insert(name, revision);
                 }
+                if let (Some(serving), Some(name), Some(revision)) = (
+                    serving.as_mut(),
+                    object.metadata.name.clone(),
+                    object.data["status"]["revision"].as_i64(),
+                ) {
+                    serving.insert(name, revision);
+                }
             }
             Some(Ok(Event::InitDone)) => {
+                if let Some(serving) = serving.take() {
+                    manager.set_serving_before(serving);
+                }
                 pins = std::mem::take(&mut listing);
                 known = true;
                 said = false;
