@@ -312,3 +312,100 @@ async fn a_rollout_resumes_after_the_host_is_killed_without_leaving_its_share() 
     drop(host);
     Ok(())
 }
+
+/// `kubectl patch wasmplugin … spec.rollout`: `promote` naming the canary's revision serves it to every object at
+/// once, `paused` holds a share, and `abort` rolls a canary back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_promotes_pauses_and_aborts_rollouts_with_kubectl() -> anyhow::Result<()> {
+    let cluster = Cluster::start().await?;
+    let admin = cluster.client().await?;
+    create_namespace(&admin, HOST_NAMESPACE).await?;
+    install_crd(&admin, WASMPLUGIN_CRD).await?;
+    install_crd(&admin, ECHO_CRD).await?;
+    apply_config_map(&admin, &echo("1", "", "")?).await?;
+    let host = HostProcess::start(cluster.dir.path(), &cluster.kubeconfig, "h0", &[])?;
+    host.wait_ready(Duration::from_secs(60)).await;
+    for index in 0..OBJECTS {
+        create_namespace(&admin, &namespace(index)).await?;
+        let echoes = namespaced(&admin, &namespace(index), &echo_resource());
+        create_when_served(&echoes, test_object("Echo", &namespace(index), "one")).await?;
+    }
+    wait_children(&admin, "every child at version 1", |v| v.values().all(|v| v == "1")).await;
+    let patch = |rollout: &str| {
+        let patch = format!("{{\"spec\":{{\"rollout\":{rollout}}}}}");
+        tokio::task::block_in_place(|| {
+            cluster.kubectl_ok(&[
+                "-n",
+                HOST_NAMESPACE,
+                "patch",
+                "wasmplugin",
+                "echo",
+                "--type",
+                "merge",
+                "-p",
+                &patch,
+            ])
+        });
+    };
+    let wait_canary = |revision: i64, share: u64| {
+        let cluster = &cluster;
+        async move {
+            wait_for(
+                Duration::from_secs(60),
+                &format!("revision {revision} rolling out at {share}%"),
+                || async {
+                    let plugin = wasmplugin(cluster);
+                    (plugin["status"]["canary"]["revision"] == revision && plugin["status"]["canary"]["share"] == share)
+                        .then_some(())
+                },
+            )
+            .await;
+        }
+    };
+    let long = "  steps: [{share: 20%, pause: 2s}, {share: 60%, pause: 10m}]\n";
+
+    // Paused at 20%, the share does not grow past its 2 s pause; resumed, it moves to 60%; promoted, it serves all.
+    patch("{\"paused\":true}");
+    apply_config_map(&admin, &echo("2", "", long)?).await?;
+    wait_canary(2, 20).await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let plugin = wasmplugin(&cluster);
+    assert_eq!(
+        plugin["status"]["canary"]["share"], 20,
+        "held while paused: {}",
+        plugin["status"]
+    );
+    patch("{\"paused\":null}");
+    wait_canary(2, 60).await;
+    patch("{\"promote\":2}");
+    wait_children(&admin, "every child at version 2 once promoted", |v| {
+        v.values().all(|v| v == "2")
+    })
+    .await;
+    wait_for(Duration::from_secs(30), "revision 2 serving", || async {
+        let plugin = wasmplugin(&cluster);
+        (plugin["status"]["revision"] == 2 && plugin["status"]["canary"].is_null()).then_some(())
+    })
+    .await;
+
+    // Aborted, revision 3 is rolled back and revision 2 restores its share.
+    apply_config_map(&admin, &echo("3", "", "  steps: [{share: 20%, pause: 10m}]\n")?).await?;
+    wait_canary(3, 20).await;
+    wait_children(&admin, "revision 3 on a share", |v| v.values().any(|v| v == "3")).await;
+    patch("{\"promote\":null,\"abort\":3}");
+    let message = wait_for(Duration::from_secs(60), "revision 3 rolled back", || async {
+        let plugin = wasmplugin(&cluster);
+        let message = plugin["status"]["lastRefusal"]["message"].as_str()?.to_owned();
+        (plugin["status"]["canary"].is_null() && message.starts_with("rolled back by spec.rollout.abort"))
+            .then_some(message)
+    })
+    .await;
+    assert!(message.contains("at 20% of the objects"), "{message}");
+    wait_children(&admin, "every child back at version 2", |v| {
+        v.values().all(|v| v == "2")
+    })
+    .await;
+    assert_eq!(wasmplugin(&cluster)["status"]["revision"], 2);
+    drop(host);
+    Ok(())
+}

@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::Mutex;
 
+use super::pins::RolloutControl;
 use super::preview::Preview;
 use super::{Controller, ControllerOptions, Impersonation, Logic, StartError, Version};
 use crate::delivery::revisions::RevisionStore;
@@ -80,6 +81,8 @@ pub struct Manager {
     pins_known: Arc<tokio::sync::Notify>,
     /// The revision each plugin's WasmPlugin said was serving when this host first listed them.
     serving_before: Arc<std::sync::Mutex<BTreeMap<String, i64>>>,
+    /// Each WasmPlugin's `spec.rollout`.
+    controls: Arc<std::sync::Mutex<BTreeMap<String, RolloutControl>>>,
     /// One change of a plugin's version at a time (a source's new version, a pin, an unpin).
     changing: Arc<std::sync::Mutex<HashMap<String, Arc<Mutex<()>>>>>,
     /// Notified whenever a plugin is loaded, refused or removed.
@@ -128,6 +131,7 @@ impl Manager {
             pins: Arc::default(),
             pins_known: Arc::default(),
             serving_before: Arc::default(),
+            controls: Arc::default(),
             changing: Arc::default(),
             changed: Arc::default(),
         }
@@ -354,6 +358,32 @@ impl Manager {
     /// listed; set once, before the pins.
     pub fn set_serving_before(&self, serving: BTreeMap<String, i64>) {
         *self.serving_before.lock().unwrap_or_else(PoisonError::into_inner) = serving;
+    }
+
+    /// What plugin `name`'s WasmPlugin says of a rollout in progress (`spec.rollout`).
+    pub fn set_rollout_control(&self, name: &str, control: RolloutControl) {
+        self.controls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name.to_owned(), control);
+    }
+
+    fn rollout_control(&self, name: &str) -> RolloutControl {
+        self.controls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// The revision of plugin `name`'s canary, once recorded.
+    fn canary_revision(&self, name: &str) -> Option<i64> {
+        self.records
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .and_then(|record| record.canary)
     }
 
     /// A version with a rollout that comes to a host serving nothing of its plugin yet — a restart, a new leader —
@@ -766,7 +796,7 @@ impl Manager {
     /// last step it serves every primary. Aborted when another version comes (see [`Manager::install_version`]).
     async fn roll_out(self, name: String, rollout: RolloutSettings) {
         let steps = rollout.steps.len();
-        for (index, step) in rollout.steps.iter().enumerate() {
+        'steps: for (index, step) in rollout.steps.iter().enumerate() {
             if index > 0 {
                 let grown = self
                     .with_canary(&name, |slot, controller| {
@@ -783,7 +813,7 @@ impl Manager {
                 tracing::info!(plugin = %name, step = index + 1, steps, share = step.share, "rollout: next step");
                 self.changed.notify_waiters();
             }
-            let until = tokio::time::Instant::now() + step.pause;
+            let mut until = tokio::time::Instant::now() + step.pause;
             loop {
                 let Some(Some(report)) = self
                     .with_canary(&name, |_, controller| controller.canary_report())
@@ -791,12 +821,26 @@ impl Manager {
                 else {
                     return;
                 };
-                if report.failures > rollout.max_failures {
-                    self.roll_back(&name, &rollout, step.share, &report).await;
+                let control = self.rollout_control(&name);
+                let canary = self.canary_revision(&name);
+                if canary.is_some() && control.abort == canary {
+                    self.roll_back(&name, Breach::Operator, step.share, &report).await;
                     return;
                 }
+                if report.failures > rollout.max_failures {
+                    let breach = Breach::Failures(rollout.max_failures);
+                    self.roll_back(&name, breach, step.share, &report).await;
+                    return;
+                }
+                if canary.is_some() && control.promote == canary {
+                    tracing::info!(plugin = %name, "rollout promoted by spec.rollout.promote");
+                    break 'steps;
+                }
                 let now = tokio::time::Instant::now();
-                if now >= until {
+                if control.paused {
+                    // Held where it is: the step's pause starts again once the rollout is resumed.
+                    until = now + step.pause;
+                } else if now >= until {
                     break;
                 }
                 tokio::time::sleep((until - now).min(Duration::from_millis(500))).await;
@@ -845,7 +889,7 @@ impl Manager {
     async fn roll_back(
         &self,
         name: &str,
-        rollout: &RolloutSettings,
+        breach: Breach,
         share: u8,
         report: &crate::controller::rollout::CanaryReport,
     ) {
@@ -862,14 +906,19 @@ impl Manager {
             .iter()
             .map(|(key, reason)| format!("{key} ({reason})"))
             .collect();
-        let message = format!(
-            "rolled back: the new version sha256:{} failed {} reconciles at {share}% of the objects (rollout.maxFailures \
-             is {}): {}; the serving version reconciles its objects again",
-            &sha256[..12.min(sha256.len())],
-            report.failures,
-            rollout.max_failures,
-            failed.join(", ")
-        );
+        let short = &sha256[..12.min(sha256.len())];
+        let message = match breach {
+            Breach::Failures(max) => format!(
+                "rolled back: the new version sha256:{short} failed {} reconciles at {share}% of the objects \
+                 (rollout.maxFailures is {max}): {}; the serving version reconciles its objects again",
+                report.failures,
+                failed.join(", ")
+            ),
+            Breach::Operator => format!(
+                "rolled back by spec.rollout.abort: the new version sha256:{short} at {share}% of the objects; the \
+                 serving version reconciles its objects again"
+            ),
+        };
         tracing::warn!(plugin = name, sha256 = %sha256, failures = report.failures, share, "rollout rolled back");
         if let Some(metrics) = &self.metrics {
             metrics.record_plugin_load(name, false);
@@ -972,6 +1021,15 @@ impl Manager {
             canary: None,
         }
     }
+}
+
+/// Why a rollout is rolled back.
+#[derive(Debug, Clone, Copy)]
+enum Breach {
+    /// More failed reconciles than `rollout.maxFailures`, the number.
+    Failures(usize),
+    /// The WasmPlugin's `spec.rollout.abort` named the canary's revision.
+    Operator,
 }
 
 /// How long a resumed rollout waits for the revision serving before to run (its caches to sync).

@@ -20,6 +20,29 @@ pub fn pinned_revision(object: &DynamicObject) -> Option<i64> {
         .filter(|revision| *revision > 0)
 }
 
+/// How a WasmPlugin's `spec.rollout` steers a rollout in progress.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RolloutControl {
+    /// `paused`: the share does not grow.
+    pub paused: bool,
+    /// `promote`: the revision to serve to every object now, if it is the canary.
+    pub promote: Option<i64>,
+    /// `abort`: the revision to roll back now, if it is the canary.
+    pub abort: Option<i64>,
+}
+
+impl RolloutControl {
+    /// What `object`'s `spec.rollout` says.
+    pub fn of(object: &DynamicObject) -> Self {
+        let rollout = &object.data["spec"]["rollout"];
+        Self {
+            paused: rollout["paused"].as_bool().unwrap_or(false),
+            promote: rollout["promote"].as_i64(),
+            abort: rollout["abort"].as_i64(),
+        }
+    }
+}
+
 /// Watches the WasmPlugins of `namespace` and hands their pins to `manager` until `stop` turns true. Until the
 /// first list, the manager installs nothing; without the CRD or the right to list WasmPlugins, no plugin is pinned
 /// (said once) and the watch keeps trying.
@@ -43,6 +66,9 @@ pub async fn watch_pins(client: kube::Client, namespace: &str, manager: Manager,
             None => return,
             Some(Ok(Event::Init)) => listing.clear(),
             Some(Ok(Event::InitApply(object))) => {
+                if let Some(name) = &object.metadata.name {
+                    manager.set_rollout_control(name, RolloutControl::of(&object));
+                }
                 if let (Some(name), Some(revision)) = (object.metadata.name.clone(), pinned_revision(&object)) {
                     listing.insert(name, revision);
                 }
@@ -67,6 +93,7 @@ pub async fn watch_pins(client: kube::Client, namespace: &str, manager: Manager,
                 let Some(name) = object.metadata.name.clone() else {
                     continue;
                 };
+                manager.set_rollout_control(&name, RolloutControl::of(&object));
                 let changed = match pinned_revision(&object) {
                     Some(revision) => pins.insert(name, revision) != Some(revision),
                     None => pins.remove(&name).is_some(),
@@ -76,6 +103,9 @@ pub async fn watch_pins(client: kube::Client, namespace: &str, manager: Manager,
                 }
             }
             Some(Ok(Event::Delete(object))) => {
+                if let Some(name) = &object.metadata.name {
+                    manager.set_rollout_control(name, RolloutControl::default());
+                }
                 if let Some(name) = &object.metadata.name
                     && pins.remove(name).is_some()
                 {
