@@ -210,15 +210,23 @@ async fn a_candidate_is_previewed_against_live_objects_without_a_write_and_does_
         HOST_NAMESPACE,
         &wasm_reconciler::telemetry::plugin_status::resource(),
     );
+    // Every Echo's status reports its child: the reconcile its child's creation brought about is done, so the
+    // serving version, diffed against itself, has nothing left to change.
     wait_for(
         Duration::from_secs(60),
-        "revision 1 serving, every Echo reconciled",
+        "revision 1 serving, every Echo reporting its child",
         || async {
             let plugin = serde_json::to_value(plugins.get_opt("echo").await.ok()??).ok()?;
-            let echoes = namespaced(&admin, NAMESPACES[2], &echo_resource());
-            let echo = serde_json::to_value(echoes.get_opt("one").await.ok()??).ok()?;
-            (plugin["status"]["revision"] == 1 && crate::harness::condition(&echo, "Reconciled") == Some("True"))
-                .then_some(())
+            for namespace in NAMESPACES {
+                let echoes = namespaced(&admin, namespace, &echo_resource());
+                let echo = serde_json::to_value(echoes.get_opt("one").await.ok()??).ok()?;
+                if crate::harness::condition(&echo, "Reconciled") != Some("True")
+                    || echo["status"]["echo"]["children"] != serde_json::json!(["echo-child"])
+                {
+                    return None;
+                }
+            }
+            (plugin["status"]["revision"] == 1).then_some(())
         },
     )
     .await;
