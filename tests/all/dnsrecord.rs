@@ -268,9 +268,18 @@ async fn an_unreachable_server_means_backoff_with_the_reason_and_recovery() -> a
     // Deleted while PowerDNS is down, the object waits for its cleanup.
     setup.powerdns.stop();
     setup.records.delete("mail", &DeleteParams::default()).await?;
-    let waiting = wait_object(&setup.records, "mail", "mail deleting, cleanup failing", |object| {
-        object["metadata"]["deletionTimestamp"].is_string() && failed_with(object, "PluginError")
-    })
+    // The attempt PowerDNS went away in the middle of may fail otherwise (a connection reset); the next ones find it
+    // unreachable.
+    let waiting = wait_object(
+        &setup.records,
+        "mail",
+        "mail deleting, cleanup failing: unreachable",
+        |object| {
+            object["metadata"]["deletionTimestamp"].is_string()
+                && failed_with(object, "PluginError")
+                && reconciled(object).is_some_and(|(_, _, message)| message.contains("unreachable"))
+        },
+    )
     .await;
     assert!(reconciled(&waiting).expect("Reconciled").2.contains("unreachable"));
     setup.powerdns.resume().await?;
