@@ -110,11 +110,7 @@ impl Controller {
             .unwrap_or_else(PoisonError::into_inner)
             .take();
         if let Some(canary) = canary {
-            for primary in self.shared.primary.list(None) {
-                if canary.serves(&primary) && self.shared.wants(&primary.key) {
-                    self.shared.enqueue(primary.key.clone(), Source::Change);
-                }
-            }
+            self.shared.enqueue_served_by(&canary, Source::Change);
         }
     }
 
@@ -139,7 +135,13 @@ impl Shared {
 
     /// Queues every primary the canary serves.
     fn enqueue_canary(&self, source: Source) {
-        let Some(canary) = self.canary() else { return };
+        if let Some(canary) = self.canary() {
+            self.enqueue_served_by(&canary, source);
+        }
+    }
+
+    /// Queues every primary `canary` serves (or served, once taken away).
+    fn enqueue_served_by(&self, canary: &Canary, source: Source) {
         for primary in self.primary.list(None) {
             if canary.serves(&primary) && self.wants(&primary.key) {
                 self.enqueue(primary.key.clone(), source);
